@@ -1,0 +1,56 @@
+"""Exceptions raised by centidb.
+
+Every exception derives from :class:`CentiError` and also from the built-in
+exception a caller would naturally catch (``ValueError`` for bad data,
+``TypeError`` for a value of the wrong type, ``OSError`` subclasses for
+problems opening files), so generic handlers keep working.
+"""
+
+
+class CentiError(Exception):
+    """Base class of every exception centidb raises on purpose."""
+
+
+# --- key codec -------------------------------------------------------------
+
+class UnsupportedKeyTypeError(CentiError, TypeError):
+    """A key element has a type the key codec cannot encode."""
+
+
+class KeyEncodingError(CentiError, ValueError):
+    """A key element has a supported type but a value that cannot be encoded."""
+
+
+class CorruptKeyError(CentiError, ValueError):
+    """Bytes given to the key decoder are truncated or not a valid encoding."""
+
+
+# --- engines ---------------------------------------------------------------
+
+class EngineError(CentiError):
+    """A storage engine failed or was used incorrectly."""
+
+
+class DatabaseNotFoundError(EngineError, FileNotFoundError):
+    """The database does not exist and ``create_if_missing`` was false."""
+
+
+class DatabaseLockedError(EngineError, OSError):
+    """The database is locked by another process or another open handle."""
+
+
+class EngineClosedError(EngineError, ValueError):
+    """The engine (or store) was used after ``close()``."""
+
+
+class TransactionError(EngineError, ValueError):
+    """A transaction was used wrongly.
+
+    For example: writing in a read-only transaction, using a transaction
+    after ``commit()``/``abort()``, or opening a second write transaction in
+    the thread that already holds one.
+    """
+
+
+class MapFullError(EngineError, OSError):
+    """The LMDB memory map is full; the transaction was aborted."""

@@ -1,0 +1,544 @@
+"""Order-preserving encoding of key tuples into bytes.
+
+``packs(key)`` turns a tuple of elements into bytes so that comparing the
+bytes compares the tuples; ``unpacks(data)`` gives the tuple back. Supported
+elements: ``None``, ``bool``, ``int`` (any size), ``float``, ``bytes``,
+``str``, ``uuid.UUID``, ``datetime.datetime`` and :class:`Desc` (reverse
+order). The order across and within kinds, and the exact bytes, are
+specified in ``docs/format.rst``.
+
+This module is the pure-Python reference implementation and the one place
+that chooses the implementation in use: at import, the compiled twin
+``centidb._speedups`` replaces :func:`packs`, :func:`unpacks` and
+:func:`unpacks_list` when it is built, unless ``CENTIDB_NO_SPEEDUPS=1``.
+``CENTIDB_REQUIRE_SPEEDUPS=1`` makes a missing twin an ``ImportError``.
+:data:`IMPL` names the active implementation (``'speedups'`` or
+``'python'``).
+"""
+
+import datetime as _dt
+import math
+import os
+import re
+import types
+import uuid
+
+from centidb.errors import CorruptKeyError
+from centidb.errors import UnsupportedKeyTypeError
+from centidb.keyformat import (
+    DESC_END, DT_AWARE, DT_INSTANT_BIAS, DT_NAIVE, DT_OFFSET_BIAS,
+    INT_SMALL_MAX_BYTES, KEY_SEP, SUFFIX_BOOL, SUFFIX_FLOAT, SUFFIX_NEG_ZERO,
+    TAG_BYTES, TAG_DATETIME, TAG_DESC, TAG_NAN, TAG_NEG_BIG, TAG_NEG_INF,
+    TAG_NEG_ONE, TAG_NONE, TAG_POS_BIG, TAG_POS_INF, TAG_STR, TAG_UUID,
+    TAG_ZERO, Desc,
+)
+
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'prefix_range', 'next_prefix',
+           'Desc', 'IMPL']
+
+_INVERT = bytes(range(255, -1, -1))
+_CONTINUATION_RUN = re.compile(rb'[\x80-\xff]*')
+_EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
+_MAX_ORDINAL = _dt.date.max.toordinal()
+_US_PER_SECOND = 1_000_000
+_US_PER_DAY = 86_400 * _US_PER_SECOND
+_SUPPORTED = ('None, bool, int, float, bytes, str, uuid.UUID, '
+              'datetime.datetime, centidb.keylib.Desc')
+
+
+# --- encoding ----------------------------------------------------------------
+
+def _pack7(raw, out):
+    """Append `raw` to `out` as 7-bit groups, each with its high bit set."""
+    for start in range(0, len(raw), 7):
+        chunk = raw[start:start + 7]
+        ngroups = (8 * len(chunk) + 6) // 7
+        bits = int.from_bytes(chunk, 'big') << (7 * ngroups - 8 * len(chunk))
+        for shift in range(7 * (ngroups - 1), -1, -7):
+            out.append(0x80 | ((bits >> shift) & 0x7F))
+
+
+def _encode_int_part(n, out):
+    """Append the tag and magnitude bytes of the integer `n`."""
+    if n >= 0:
+        length = (n.bit_length() + 7) >> 3
+        if length <= INT_SMALL_MAX_BYTES:
+            out.append(TAG_ZERO + length)
+        else:
+            length_bytes = length.to_bytes((length.bit_length() + 7) >> 3, 'big')
+            out.append(TAG_POS_BIG)
+            out.append(len(length_bytes))
+            out += length_bytes
+        out += n.to_bytes(length, 'big')
+    else:
+        magnitude = -n - 1
+        length = (magnitude.bit_length() + 7) >> 3
+        if length <= INT_SMALL_MAX_BYTES:
+            out.append(TAG_NEG_ONE - length)
+        else:
+            length_bytes = length.to_bytes((length.bit_length() + 7) >> 3, 'big')
+            out.append(TAG_NEG_BIG)
+            out.append(0xFF - len(length_bytes))
+            out += length_bytes.translate(_INVERT)
+        out += magnitude.to_bytes(length, 'big').translate(_INVERT)
+
+
+def _encode_float(x, out):
+    if x != x:
+        out.append(TAG_NAN)
+    elif x == math.inf:
+        out.append(TAG_POS_INF)
+    elif x == -math.inf:
+        out.append(TAG_NEG_INF)
+    elif x == 0.0:
+        out.append(TAG_ZERO)
+        out.append(SUFFIX_NEG_ZERO if math.copysign(1.0, x) < 0 else SUFFIX_FLOAT)
+    else:
+        numerator, denominator = x.as_integer_ratio()
+        int_part = numerator // denominator
+        _encode_int_part(int_part, out)
+        out.append(SUFFIX_FLOAT)
+        # The fraction is remainder / 2**nbits with an odd remainder, so its
+        # last 7-bit group is never zero: each float has one encoding.
+        remainder = numerator - int_part * denominator
+        if remainder:
+            nbits = denominator.bit_length() - 1
+            ngroups = (nbits + 6) // 7
+            bits = remainder << (7 * ngroups - nbits)
+            for shift in range(7 * (ngroups - 1), -1, -7):
+                out.append(0x80 | ((bits >> shift) & 0x7F))
+
+
+def _encode_datetime(x, out):
+    wall_us = (((x.toordinal() - _EPOCH_ORDINAL) * 86_400
+                + x.hour * 3600 + x.minute * 60 + x.second) * _US_PER_SECOND
+               + x.microsecond)
+    offset = x.utcoffset()
+    out.append(TAG_DATETIME)
+    if offset is None:
+        out += (wall_us + DT_INSTANT_BIAS).to_bytes(8, 'big')
+        out.append(DT_NAIVE)
+    else:
+        offset_us = ((offset.days * 86_400 + offset.seconds) * _US_PER_SECOND
+                     + offset.microseconds)
+        out += (wall_us - offset_us + DT_INSTANT_BIAS).to_bytes(8, 'big')
+        out.append(DT_AWARE)
+        out += (offset_us + DT_OFFSET_BIAS).to_bytes(5, 'big')
+
+
+def _encode_element(x, out):
+    """Append the encoding of one key element to the bytearray `out`."""
+    kind = type(x)
+    if kind is str:
+        out.append(TAG_STR)
+        _pack7(x.encode('utf-8', 'surrogatepass'), out)
+    elif kind is int:
+        _encode_int_part(x, out)
+    elif x is None:
+        out.append(TAG_NONE)
+    elif kind is bool:
+        _encode_int_part(int(x), out)
+        out.append(SUFFIX_BOOL)
+    elif kind is float:
+        _encode_float(x, out)
+    elif kind is bytes:
+        out.append(TAG_BYTES)
+        _pack7(x, out)
+    elif kind is Desc:
+        inner = bytearray()
+        if isinstance(x.value, Desc):
+            raise UnsupportedKeyTypeError('Desc cannot wrap another Desc')
+        _encode_element(x.value, inner)
+        out.append(TAG_DESC)
+        out += inner.translate(_INVERT)
+        out.append(DESC_END)
+    elif isinstance(x, _dt.datetime):
+        _encode_datetime(x, out)
+    elif isinstance(x, uuid.UUID):
+        out.append(TAG_UUID)
+        out += x.bytes
+    # Subclasses of the basic types encode as their base type.
+    elif isinstance(x, bool):
+        _encode_element(bool(x), out)
+    elif isinstance(x, int):
+        _encode_element(int(x), out)
+    elif isinstance(x, float):
+        _encode_element(float(x), out)
+    elif isinstance(x, str):
+        _encode_element(str(x), out)
+    elif isinstance(x, bytes):
+        _encode_element(bytes(x), out)
+    else:
+        raise UnsupportedKeyTypeError(
+            f'cannot encode key element of type {kind.__name__!r} '
+            f'({x!r:.60}); supported types: {_SUPPORTED}')
+
+
+def _check_prefix(prefix):
+    if type(prefix) is not bytes:
+        raise TypeError(f'prefix must be bytes, not {type(prefix).__name__!r}')
+
+
+def packs(key, prefix=b''):
+    """Encode `key` into bytes that sort like the key, after `prefix`.
+
+    `key` is a tuple of elements; a bare element is treated as a 1-tuple. A
+    list of keys (tuples or bare elements) is packed as several keys joined
+    by a separator; decode it with :func:`unpacks_list`. Packing an empty
+    list raises ``ValueError``.
+
+    Raises ``TypeError`` (:class:`centidb.errors.UnsupportedKeyTypeError`)
+    naming the type of an element that cannot be encoded.
+    """
+    _check_prefix(prefix)
+    out = bytearray(prefix)
+    if type(key) is tuple:
+        for element in key:
+            _encode_element(element, out)
+    elif type(key) is list:
+        if not key:
+            raise ValueError('packs() needs at least one key in a list of keys')
+        for index, one_key in enumerate(key):
+            if index:
+                out.append(KEY_SEP)
+            if type(one_key) is tuple:
+                for element in one_key:
+                    _encode_element(element, out)
+            else:
+                _encode_element(one_key, out)
+    else:
+        _encode_element(key, out)
+    return bytes(out)
+
+
+# --- decoding ----------------------------------------------------------------
+
+def _corrupt(message, pos):
+    return CorruptKeyError(f'invalid key encoding: {message} at offset {pos}')
+
+
+def _take(data, pos, count):
+    chunk = data[pos:pos + count]
+    if len(chunk) != count:
+        raise _corrupt(f'truncated: {count} bytes needed, {len(chunk)} left', pos)
+    return chunk
+
+
+def _decode_int_part(tag, data, pos):
+    """Decode an integer part whose tag is at `pos - 1`; return (int, pos)."""
+    if TAG_ZERO <= tag <= TAG_ZERO + INT_SMALL_MAX_BYTES:
+        length = tag - TAG_ZERO
+        negative = False
+    elif TAG_NEG_ONE - INT_SMALL_MAX_BYTES <= tag < TAG_NEG_ONE + 1:
+        length = TAG_NEG_ONE - tag
+        negative = True
+    else:
+        negative = tag == TAG_NEG_BIG
+        count = _take(data, pos, 1)[0]
+        if negative:
+            count = 0xFF - count
+        length_bytes = _take(data, pos + 1, count)
+        if negative:
+            length_bytes = length_bytes.translate(_INVERT)
+        if not count or length_bytes[0] == 0:
+            raise _corrupt('non-canonical integer length', pos)
+        length = int.from_bytes(length_bytes, 'big')
+        if length <= INT_SMALL_MAX_BYTES:
+            raise _corrupt('non-canonical long integer', pos)
+        pos += 1 + count
+    magnitude = _take(data, pos, length)
+    if negative:
+        magnitude = magnitude.translate(_INVERT)
+    if length and magnitude[0] == 0:
+        raise _corrupt('non-canonical integer (leading zero byte)', pos)
+    value = int.from_bytes(magnitude, 'big')
+    return (-value - 1 if negative else value), pos + length
+
+
+def _decode_number_suffix(int_part, data, pos):
+    """Decode what follows an integer part: nothing, a bool, or a float."""
+    if pos >= len(data) or data[pos] < 0x80:
+        return int_part, pos
+    suffix = data[pos]
+    pos += 1
+    if suffix == SUFFIX_BOOL:
+        if int_part not in (0, 1):
+            raise _corrupt('bool with value other than 0 or 1', pos - 1)
+        return int_part == 1, pos
+    if suffix == SUFFIX_NEG_ZERO:
+        if int_part != 0:
+            raise _corrupt('negative-zero marker after non-zero integer', pos - 1)
+        return -0.0, pos
+    if suffix != SUFFIX_FLOAT:
+        raise _corrupt(f'unknown number suffix 0x{suffix:02x}', pos - 1)
+    end = _CONTINUATION_RUN.match(data, pos).end()
+    ngroups = end - pos
+    if ngroups and data[end - 1] == 0x80:
+        raise _corrupt('non-canonical float fraction', end - 1)
+    fraction = 0
+    for group in data[pos:end]:
+        fraction = (fraction << 7) | (group & 0x7F)
+    numerator = (int_part << (7 * ngroups)) + fraction
+    denominator = 1 << (7 * ngroups)
+    try:
+        value = numerator / denominator
+    except OverflowError:
+        raise _corrupt('number too large for a float', pos) from None
+    exact_num, exact_den = value.as_integer_ratio() if math.isfinite(value) else (0, 0)
+    if exact_num * denominator != numerator * exact_den or exact_den == 0:
+        raise _corrupt('fraction is not exactly representable as a float', pos)
+    return value, end
+
+
+def _unpack7(data, pos, end):
+    """Decode the 7-bit groups in data[pos:end] back into bytes."""
+    out = bytearray()
+    for start in range(pos, end, 8):
+        block = data[start:min(start + 8, end)]
+        nbytes = (7 * len(block)) >> 3
+        padding = 7 * len(block) - 8 * nbytes
+        if nbytes == 0:
+            raise _corrupt('string has a dangling 7-bit group', start)
+        bits = 0
+        for group in block:
+            bits = (bits << 7) | (group & 0x7F)
+        if bits & ((1 << padding) - 1):
+            raise _corrupt('string padding bits are not zero', start)
+        out += (bits >> padding).to_bytes(nbytes, 'big')
+    return bytes(out)
+
+
+def _decode_datetime(data, pos):
+    instant = int.from_bytes(_take(data, pos, 8), 'big') - DT_INSTANT_BIAS
+    kind = _take(data, pos + 8, 1)[0]
+    pos += 9
+    if kind == DT_NAIVE:
+        offset_us = 0
+        tzinfo = None
+    elif kind == DT_AWARE:
+        offset_us = int.from_bytes(_take(data, pos, 5), 'big') - DT_OFFSET_BIAS
+        if not -_US_PER_DAY < offset_us < _US_PER_DAY:
+            raise _corrupt('UTC offset out of range', pos)
+        pos += 5
+        tzinfo = _dt.timezone(_dt.timedelta(microseconds=offset_us))
+    else:
+        raise _corrupt(f'unknown datetime zone kind 0x{kind:02x}', pos - 1)
+    days, day_us = divmod(instant + offset_us, _US_PER_DAY)
+    ordinal = days + _EPOCH_ORDINAL
+    if not 1 <= ordinal <= _MAX_ORDINAL:
+        raise _corrupt('datetime out of range', pos)
+    date = _dt.date.fromordinal(ordinal)
+    seconds, microsecond = divmod(day_us, _US_PER_SECOND)
+    minutes, second = divmod(seconds, 60)
+    hour, minute = divmod(minutes, 60)
+    return _dt.datetime(date.year, date.month, date.day, hour, minute, second,
+                        microsecond, tzinfo), pos
+
+
+def _decode_element(data, pos):
+    """Decode the element whose tag is at `pos`; return (value, next pos)."""
+    tag = data[pos]
+    pos += 1
+    if tag == TAG_STR or tag == TAG_BYTES:
+        end = _CONTINUATION_RUN.match(data, pos).end()
+        raw = _unpack7(data, pos, end)
+        if tag == TAG_BYTES:
+            return raw, end
+        try:
+            return raw.decode('utf-8', 'surrogatepass'), end
+        except UnicodeDecodeError:
+            raise _corrupt('string is not valid UTF-8', pos) from None
+    if TAG_NEG_BIG <= tag <= TAG_POS_BIG:
+        int_part, pos = _decode_int_part(tag, data, pos)
+        return _decode_number_suffix(int_part, data, pos)
+    if tag == TAG_NONE:
+        return None, pos
+    if tag == TAG_POS_INF:
+        return math.inf, pos
+    if tag == TAG_NEG_INF:
+        return -math.inf, pos
+    if tag == TAG_NAN:
+        return math.nan, pos
+    if tag == TAG_DATETIME:
+        return _decode_datetime(data, pos)
+    if tag == TAG_UUID:
+        return uuid.UUID(bytes=_take(data, pos, 16)), pos + 16
+    if tag == TAG_DESC:
+        inverted = data[pos:].translate(_INVERT)
+        if not inverted:
+            raise _corrupt('truncated Desc element', pos)
+        if inverted[0] == TAG_DESC:
+            raise _corrupt('nested Desc element', pos)
+        value, used = _decode_element(inverted, 0)
+        if used >= len(inverted) or inverted[used] != 0xFF - DESC_END:
+            raise _corrupt('Desc element is not terminated', pos + used)
+        return Desc(value), pos + used + 1
+    raise _corrupt(f'unknown tag 0x{tag:02x}', pos - 1)
+
+
+def _as_bytes(data):
+    if type(data) is bytes:
+        return data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f'data must be bytes, not {type(data).__name__!r}')
+
+
+def _decode_keys(data, prefix):
+    data = _as_bytes(data)
+    _check_prefix(prefix)
+    if not data.startswith(prefix):
+        raise CorruptKeyError(f'data does not start with the prefix {prefix!r}')
+    keys = []
+    elements = []
+    pos = len(prefix)
+    end = len(data)
+    while pos < end:
+        if data[pos] == KEY_SEP:
+            keys.append(tuple(elements))
+            elements = []
+            pos += 1
+        else:
+            value, pos = _decode_element(data, pos)
+            elements.append(value)
+    keys.append(tuple(elements))
+    return keys
+
+
+def unpacks(data, prefix=b''):
+    """Decode bytes made by :func:`packs` back into a key tuple.
+
+    `data` must start with `prefix`, which is skipped. Raises
+    :class:`centidb.errors.CorruptKeyError` (a ``ValueError``) when the
+    bytes are truncated, corrupt, or hold more than one key.
+    """
+    keys = _decode_keys(data, prefix)
+    if len(keys) != 1:
+        raise CorruptKeyError(
+            f'data holds {len(keys)} keys; use unpacks_list() to decode it')
+    return keys[0]
+
+
+def unpacks_list(data, prefix=b''):
+    """Decode bytes made by :func:`packs` from a list of keys; return a list.
+
+    Bytes holding a single key give a one-item list. Raises
+    :class:`centidb.errors.CorruptKeyError` for truncated or corrupt bytes.
+    """
+    return _decode_keys(data, prefix)
+
+
+# --- ranges --------------------------------------------------------------------
+
+def next_prefix(data):
+    """Return the smallest bytes greater than every string starting with `data`.
+
+    Returns ``None`` when there is none (`data` is empty or all 0xFF), which
+    callers treat as "no upper bound".
+    """
+    stripped = data.rstrip(b'\xff')
+    if not stripped:
+        return None
+    return stripped[:-1] + bytes([stripped[-1] + 1])
+
+
+def prefix_range(key, prefix=b''):
+    """Return ``(lo, hi)`` bounding every key that starts with `key`.
+
+    `lo` is inclusive and `hi` exclusive (``None``: unbounded). A key
+    matches when its first elements equal the elements of `key` (compared by
+    their encoding, so ``1`` does not match ``1.0`` or ``True``). When the
+    last element of `key` is a ``str`` or ``bytes`` (or a :class:`Desc` of
+    one), longer strings in that position match too: ``prefix_range('ab')``
+    covers ``('ab',)``, ``('ab', 1)`` and ``('abc', 2)`` but not
+    ``('ac',)``. `prefix` (for example a collection's prefix) is put before
+    both bounds.
+    """
+    if type(key) is not tuple:
+        key = (key,)
+    if not key:
+        _check_prefix(prefix)
+        return prefix, next_prefix(prefix)
+    head = packs(key[:-1], prefix)
+    last = key[-1]
+    is_desc = isinstance(last, Desc)
+    value = last.value if is_desc else last
+    if not isinstance(value, (str, bytes)):
+        lo = head + packs((last,))
+        return lo, (next_prefix(lo) if is_desc else lo + b'\x80')
+    # Strings with the prefix share its complete 7-bit groups; in its last,
+    # partial group only the high bits are fixed and the padding bits vary.
+    element = packs((value,))
+    raw = value.encode('utf-8', 'surrogatepass') if isinstance(value, str) else value
+    padding = -8 * len(raw) % 7
+    widest = element[:-1] + bytes([element[-1] | ((1 << padding) - 1)]) if raw else element
+    if is_desc:
+        tag = bytes([TAG_DESC])
+        return (head + tag + widest.translate(_INVERT),
+                next_prefix(head + tag + element.translate(_INVERT)))
+    return head + element, next_prefix(head + widest)
+
+
+# --- choosing the implementation -------------------------------------------------
+
+#: The pure-Python functions, whichever implementation is active.
+PYTHON = types.SimpleNamespace(packs=packs, unpacks=unpacks, unpacks_list=unpacks_list)
+
+
+def _env_flag(name):
+    return os.environ.get(name, '').strip() not in ('', '0')
+
+
+def _load_speedups():
+    """Return the compiled twin, or None when it is disabled or missing."""
+    if _env_flag('CENTIDB_NO_SPEEDUPS'):
+        if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
+            raise ImportError('CENTIDB_NO_SPEEDUPS and CENTIDB_REQUIRE_SPEEDUPS '
+                              'are both set; unset one of them')
+        return None
+    try:
+        from centidb import _speedups
+    except ImportError as exc:
+        if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
+            raise ImportError(
+                'CENTIDB_REQUIRE_SPEEDUPS=1 but the compiled extension '
+                f'centidb._speedups cannot be imported ({exc}); reinstall '
+                'centidb with a C compiler available') from exc
+        return None
+    return _speedups
+
+
+def available_implementations():
+    """Return ``{'python': ..., 'speedups': ...}`` for the implementations built.
+
+    Each value is a namespace with ``packs``, ``unpacks`` and
+    ``unpacks_list``. The compiled one is included when it is importable,
+    even if ``CENTIDB_NO_SPEEDUPS`` keeps it inactive. Used by parity tests
+    and benchmarks.
+    """
+    impls = {'python': PYTHON}
+    try:
+        from centidb import _speedups
+    except ImportError:
+        pass
+    else:
+        impls['speedups'] = types.SimpleNamespace(
+            packs=_speedups.packs, unpacks=_speedups.unpacks,
+            unpacks_list=_speedups.unpacks_list)
+    return impls
+
+
+_twin = _load_speedups()
+if _twin is None:
+    IMPL = 'python'
+else:
+    IMPL = 'speedups'
+    for _name in ('packs', 'unpacks', 'unpacks_list'):
+        _fast = getattr(_twin, _name)
+        try:
+            _fast.__doc__ = getattr(PYTHON, _name).__doc__
+        except (AttributeError, TypeError):
+            pass
+        globals()[_name] = _fast
+    del _name, _fast
+del _twin
