@@ -432,11 +432,11 @@ cdef bytes take(Reader *r, Py_ssize_t count):
     cdef Py_ssize_t i
     cdef unsigned char *p
     need(r, count)
-    chunk = PyBytes_FromStringAndSize(<const char *>(r.s + r.pos), count)
-    if r.mask:
-        p = <unsigned char *>PyBytes_AS_STRING(chunk)
-        for i in range(count):
-            p[i] ^= 0xFF
+    # Allocate fresh (never a cached one-byte object) before writing into it.
+    chunk = PyBytes_FromStringAndSize(NULL, count)
+    p = <unsigned char *>PyBytes_AS_STRING(chunk)
+    for i in range(count):
+        p[i] = r.s[r.pos + i] ^ r.mask
     r.pos += count
     return chunk
 

@@ -1,0 +1,358 @@
+"""Tests of the key codec through ``centidb.keylib``, whichever implementation
+is active (the README test command runs this file once per implementation)."""
+
+import csv
+import datetime
+import decimal
+import math
+import os
+import uuid
+
+import pytest
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+from centidb import errors, keylib
+from centidb.keylib import Desc, next_prefix, packs, prefix_range
+import keyorder
+import strategies
+
+VECTORS_PATH = os.path.join(os.path.dirname(__file__), 'key_vectors.csv')
+_VECTOR_NAMES = {'datetime': datetime, 'UUID': uuid.UUID, 'Desc': Desc,
+                 'inf': math.inf, 'nan': math.nan, '__builtins__': {}}
+
+
+def load_vectors():
+    with open(VECTORS_PATH, newline='', encoding='utf-8') as fp:
+        rows = list(csv.DictReader(fp))
+    return [(row['case'], eval(row['key'], dict(_VECTOR_NAMES)), bytes.fromhex(row['bytes']))
+            for row in rows]
+
+
+VECTORS = load_vectors()
+
+
+def unpacks(data, prefix=b''):
+    # Look the function up at call time: keylib chooses the implementation.
+    return keylib.unpacks(data, prefix)
+
+
+def unpacks_list(data, prefix=b''):
+    return keylib.unpacks_list(data, prefix)
+
+
+def assert_decodes_canonically_or_raises(data):
+    """Bytes either raise CorruptKeyError or are the exact encoding of a key."""
+    try:
+        decoded = unpacks_list(data)
+    except errors.CorruptKeyError:
+        return None
+    assert packs(decoded if len(decoded) > 1 else decoded[0]) == data
+    return decoded
+
+
+# --- golden vectors and hand-checked bytes ----------------------------------------
+
+@pytest.mark.parametrize('case,key,expected', VECTORS, ids=[v[0] for v in VECTORS])
+def test_golden_vector(case, key, expected):
+    assert packs(key) == expected
+    if isinstance(key, list):
+        decoded = unpacks_list(expected)
+        assert len(decoded) == len(key)
+        assert all(keyorder.same_key(a, b) for a, b in zip(decoded, key))
+    else:
+        assert keyorder.same_key(unpacks(expected), key)
+
+
+def test_vectors_cover_every_tag():
+    from centidb import keyformat
+    tags = {value for name, value in keyformat.FORMAT_CONSTANTS.items()
+            if name.startswith('TAG_')}
+    first_bytes = {data[0] for _, key, data in VECTORS if data}
+    assert tags - first_bytes == set()
+
+
+def test_hand_checked_bytes():
+    assert packs(7) == b'\x1c\x07'
+    assert packs(-1) == b'\x1a'
+    assert packs(None) == b'\x05'
+    assert packs('a') == bytes([0x31, 0x80 | (ord('a') >> 1), 0x80 | ((ord('a') & 1) << 6)])
+    assert packs(('a', 1)) == packs('a') + packs(1)
+    assert packs([('a',), (1,)]) == packs('a') + b'\x01' + packs(1)
+    assert packs(1, prefix=b'P') == b'P\x1c\x01'
+
+
+# --- round trip ------------------------------------------------------------------
+
+@given(strategies.keys)
+def test_round_trip(key):
+    decoded = unpacks(packs(key))
+    assert keyorder.same_key(decoded, key)
+
+
+@given(st.lists(strategies.keys, min_size=1, max_size=4))
+def test_round_trip_list_of_keys(key_list):
+    decoded = unpacks_list(packs(key_list))
+    assert len(decoded) == len(key_list)
+    assert all(keyorder.same_key(a, b) for a, b in zip(decoded, key_list))
+
+
+@given(strategies.keys, st.binary(max_size=5))
+def test_round_trip_with_prefix(key, prefix):
+    data = packs(key, prefix)
+    assert data.startswith(prefix)
+    assert keyorder.same_key(unpacks(data, prefix), key)
+
+
+def test_bare_element_is_a_one_tuple():
+    assert packs('x') == packs(('x',))
+    assert unpacks(packs('x')) == ('x',)
+    assert packs(['x', ('y', 1)]) == packs([('x',), ('y', 1)])
+
+
+def test_datetime_round_trip_keeps_offset_and_naivety():
+    aware = datetime.datetime(1901, 2, 3, 4, 5, 6, 7,
+                              tzinfo=datetime.timezone(datetime.timedelta(hours=-3, seconds=-1)))
+    naive = datetime.datetime(2200, 1, 1, 0, 0, 0, 999999)
+    (a, n) = unpacks(packs((aware, naive)))
+    assert a == aware and a.utcoffset() == aware.utcoffset()
+    assert n == naive and n.tzinfo is None
+
+
+def test_lone_surrogates_round_trip():
+    for text in ['\ud800', 'a\udfffb', '\ud83d\ude00', '\udc80' * 3]:
+        assert unpacks(packs(text)) == (text,)
+
+
+# --- order -----------------------------------------------------------------------
+
+def _sign(x):
+    return (x > 0) - (x < 0)
+
+
+@given(strategies.clustered_keys, strategies.clustered_keys)
+@example((1,), (1.0,))
+@example((True,), (1.5,))
+@example((-0.0,), (0,))
+@example(('a',), ('a', None))
+@example((Desc('a'),), (Desc('ab'),))
+@example((Desc(1),), (Desc(1.0),))
+@example((float('nan'),), (float('inf'),))
+def test_byte_order_equals_reference_order(a, b):
+    pa, pb = packs(a), packs(b)
+    assert _sign((pa > pb) - (pa < pb)) == keyorder.compare_keys(a, b)
+
+
+@given(st.lists(strategies.keys, max_size=12))
+def test_sorting_by_bytes_sorts_keys(key_list):
+    by_bytes = sorted(key_list, key=packs)
+    by_reference = sorted(key_list, key=keyorder.sort_key)
+    assert [packs(k) for k in by_bytes] == [packs(k) for k in by_reference]
+
+
+def test_numbers_interleave_and_tie_rule():
+    ordered = [-math.inf, -2 ** 100, -1.5, -1, -1.0, -0.5, 0, False, -0.0, 0.0,
+               5e-324, 0.5, 1, True, 1.0, 1.5, 2, 2 ** 100, math.inf, math.nan]
+    packed = [packs(x) for x in ordered]
+    assert packed == sorted(packed)
+    assert len(set(packed)) == len(packed)
+
+
+def test_cross_kind_order_table():
+    ordered = [None, -math.inf, 0, math.nan, b'', b'\xff', '', '\U0010ffff',
+               datetime.datetime(1, 1, 1), uuid.UUID(int=0), Desc('z'), Desc(None)]
+    packed = [packs(x) for x in ordered]
+    assert packed == sorted(packed)
+
+
+def test_tuple_sorts_before_its_extensions():
+    assert packs(('a',)) < packs(('a', None)) < packs(('a', 0))
+    assert packs(()) < packs((None,))
+    assert packs([('a',), ('z',)]) < packs(('a', None))
+
+
+@given(strategies.texts, strategies.texts)
+def test_desc_strings_reverse_order(a, b):
+    pa, pb = packs((Desc(a), 1)), packs((Desc(b), 1))
+    assert _sign((pa > pb) - (pa < pb)) == _sign((b > a) - (b < a))
+
+
+def test_desc_prefix_strings():
+    assert packs(Desc('ab')) < packs(Desc('a')) < packs(Desc(''))
+    assert packs((Desc('a'), 'z')) < packs((Desc(''), 'a'))
+
+
+# --- prefix property and prefix ranges ------------------------------------------------
+
+@given(strategies.keys, strategies.keys)
+def test_packed_key_is_prefix_of_its_extensions(t, u):
+    assert packs(t + u).startswith(packs(t))
+
+
+def _in_range(data, bounds):
+    lo, hi = bounds
+    return lo <= data and (hi is None or data < hi)
+
+
+@given(strategies.clustered_keys, strategies.clustered_keys, st.binary(max_size=2))
+@example(('ab',), ('ab',), b'')
+@example(('ab',), ('ab', 1), b'')
+@example(('ab',), ('abc', 2), b'')
+@example(('ab',), ('ac',), b'')
+@example((1,), (1.0,), b'')
+@example((Desc('ab'),), (Desc('abc'),), b'')
+@example((b'\xff',), (b'\xff\xff',), b'\xff')
+def test_prefix_range_matches_reference(prefix, key, collection_prefix):
+    bounds = prefix_range(prefix, collection_prefix)
+    expected = keyorder.starts_with(key, prefix)
+    assert _in_range(packs(key, collection_prefix), bounds) == expected
+    # Index entries (index tuple, record key) obey the same bound.
+    entry = packs([key, ('record', 1)], collection_prefix)
+    assert _in_range(entry, bounds) == expected
+
+
+@given(strategies.keys, strategies.keys)
+def test_prefix_range_contains_every_extension(prefix, rest):
+    assert _in_range(packs(prefix + rest), prefix_range(prefix))
+
+
+def test_prefix_range_examples_from_spec():
+    bounds = prefix_range('ab')
+    assert _in_range(packs(('ab',)), bounds)
+    assert _in_range(packs(('ab', 1)), bounds)
+    assert _in_range(packs(('abc', 2)), bounds)
+    assert not _in_range(packs(('ac',)), bounds)
+    assert not _in_range(packs(('aa', 'z')), bounds)
+
+
+def test_prefix_range_stays_inside_collection_prefix():
+    lo, hi = prefix_range((), b'coll')
+    assert (lo, hi) == (b'coll', b'colm')
+    assert prefix_range(()) == (b'', None)
+
+
+def test_next_prefix():
+    assert next_prefix(b'a') == b'b'
+    assert next_prefix(b'a\xff\xff') == b'b'
+    assert next_prefix(b'\xff') is None
+    assert next_prefix(b'') is None
+
+
+# --- size -------------------------------------------------------------------------
+
+def test_small_ints_are_compact():
+    for n in range(241):
+        assert len(packs(n)) <= 2
+
+
+@given(strategies.texts | st.text(max_size=300))
+def test_strings_cost_at_most_15_percent_over_utf8(text):
+    raw = text.encode('utf-8', 'surrogatepass')
+    assert len(packs(text)) <= math.ceil(len(raw) * 8 / 7) + 1
+    assert len(packs(text)) <= 1.15 * len(raw) + 2
+
+
+# --- bad input -----------------------------------------------------------------------
+
+@pytest.mark.parametrize('bad', [
+    [1], {'a': 1}, {1}, (1, 2), datetime.date(2020, 1, 1), datetime.time(1),
+    decimal.Decimal('1.5'), object(), bytearray(b'x'), 1j, datetime.timedelta(1),
+])
+def test_unsupported_types_raise_type_error_naming_type(bad):
+    with pytest.raises(TypeError) as info:
+        packs(('ok', bad))
+    assert type(bad).__name__ in str(info.value)
+    assert isinstance(info.value, errors.UnsupportedKeyTypeError)
+
+
+def test_desc_cannot_wrap_desc():
+    with pytest.raises(TypeError):
+        Desc(Desc(1))
+    sneaky = Desc(1)
+    sneaky.value = Desc(2)
+    with pytest.raises(TypeError):
+        packs(sneaky)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError):
+        packs([])
+    with pytest.raises(TypeError):
+        packs(1, prefix='p')
+    with pytest.raises(TypeError):
+        unpacks('not bytes')
+    with pytest.raises(errors.CorruptKeyError):
+        unpacks(packs(1, b'A'), b'B')
+    with pytest.raises(errors.CorruptKeyError, match='unpacks_list'):
+        unpacks(packs([1, 2]))
+
+
+def test_subclasses_encode_as_base_type():
+    class MyInt(int):
+        pass
+
+    class MyStr(str):
+        pass
+
+    assert packs((MyInt(5), MyStr('x'))) == packs((5, 'x'))
+
+
+@given(strategies.keys)
+def test_every_truncation_raises_or_is_canonical(key):
+    data = packs(key)
+    for cut in range(len(data)):
+        assert_decodes_canonically_or_raises(data[:cut])
+
+
+@pytest.mark.parametrize('case,key,data', VECTORS, ids=[v[0] for v in VECTORS])
+def test_truncated_single_element_vectors_raise(case, key, data):
+    # A single fixed-size element cut inside its payload can only be invalid.
+    if not isinstance(key, tuple) or len(key) != 1:
+        return
+    value = key[0].value if isinstance(key[0], Desc) else key[0]
+    if isinstance(value, (str, bytes, float, bool)) or value is None:
+        return
+    for cut in range(1, len(data)):
+        with pytest.raises(errors.CorruptKeyError):
+            unpacks(data[:cut])
+
+
+@given(st.binary(max_size=40))
+@example(b'\x80')
+@example(b'\x1c\x00')
+@example(b'\x31\x80')
+@example(b'\x1c\x02\x80')
+@example(b'\x1b\x82\x80')
+@example(b'\x40\x40')
+@example(b'\x24\x01\x08' + b'\x01' * 8)
+@example(b'\x24\xff')
+@example(b'\x38' + b'\xff' * 9)
+def test_random_bytes_raise_or_are_canonical(data):
+    assert_decodes_canonically_or_raises(data)
+
+
+@given(strategies.keys, st.integers(0, 1000), st.integers(0, 255))
+def test_corrupted_byte_raises_or_is_canonical(key, where, value):
+    data = bytearray(packs(key))
+    assume(data)
+    data[where % len(data)] = value
+    assert_decodes_canonically_or_raises(bytes(data))
+
+
+def test_specific_corruptions_raise():
+    for data in [b'\x1c', b'\x1d\x01', b'\x1c\x00', b'\x19\xff', b'\x31\x80',
+                 b'\x1c\x02\x80', b'\x1b\x81\x80', b'\x1c\x01\x81', b'\x1b\x82\x80',
+                 b'\x40\x40\xff', b'\x40\xfa', b'\x39\x00', b'\x38\x80', b'\x7f',
+                 b'\x24\x01\x08' + b'\x01' * 8, b'\x31\xfe\xbf']:
+        with pytest.raises(errors.CorruptKeyError):
+            unpacks(data)
+
+
+def test_decoding_never_mutates_shared_byte_objects():
+    # Regression: the compiled decoder once inverted Desc payloads in place
+    # inside CPython's cached one-byte bytes objects.
+    for value in [Desc(2 ** 64), Desc(-2 ** 64 - 1), Desc(uuid.UUID(int=1)),
+                  Desc(datetime.datetime(2000, 1, 1, tzinfo=datetime.timezone.utc))]:
+        assert keyorder.same_key(unpacks(packs(value)), (value,))
+    assert all(bytes([i])[0] == i for i in range(256))
+    assert packs(-1) == b'\x1a'
