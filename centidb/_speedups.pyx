@@ -1,4 +1,4 @@
-# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, binding=True
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, binding=False
 """Compiled twin of the key codec in :mod:`centidb.keylib`.
 
 Each public function mirrors the pure-Python function of the same name in
@@ -537,7 +537,7 @@ cdef object read_number_suffix(Reader *r, object int_part, Py_ssize_t element_st
     ngroups = end - start
     if ngroups and at(r, end - 1) == 0x80:
         raise corrupt('non-canonical float fraction', end - 1)
-    if ngroups <= 7 and -_FLOAT_EXACT_LIMIT < int_part < _FLOAT_EXACT_LIMIT:
+    if ngroups <= 9 and -_FLOAT_EXACT_LIMIT < int_part < _FLOAT_EXACT_LIMIT:
         for i in range(start, end):
             small_fraction = (small_fraction << 7) | (at(r, i) & 0x7F)
         candidate = <double>(<int64_t>int_part) + ldexp(<double>small_fraction, -7 * <int>ngroups)
@@ -669,24 +669,51 @@ cdef object read_element(Reader *r):
     raise corrupt(f'unknown tag 0x{tag:02x}', start)
 
 
-cdef list decode_keys(object data, object prefix, bint single):
+cdef bytes as_bytes(object data):
+    if type(data) is bytes:
+        return <bytes>data
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f'data must be bytes, not {type(data).__name__!r}')
+
+
+cdef int start_reader(Reader *r, bytes buf, object prefix) except -1:
+    cdef Py_ssize_t prefix_len
+    check_prefix(prefix)
+    prefix_len = PyBytes_GET_SIZE(prefix)
+    r.s = <const unsigned char *>PyBytes_AS_STRING(buf)
+    r.n = PyBytes_GET_SIZE(buf)
+    r.mask = 0
+    if prefix_len and (r.n < prefix_len or
+                       memcmp(r.s, PyBytes_AS_STRING(prefix), prefix_len) != 0):
+        raise CorruptKeyError(f'data does not start with the prefix {prefix!r}')
+    r.pos = prefix_len
+    return 0
+
+
+def unpacks(data, prefix=b''):
+    """Mirrors keylib.unpacks."""
+    cdef Reader r
+    cdef list elements = []
+    cdef bytes buf = as_bytes(data)
+    cdef Py_ssize_t nkeys
+    start_reader(&r, buf, prefix)
+    while r.pos < r.n:
+        if r.s[r.pos] == KEY_SEP:
+            nkeys = len(unpacks_list(buf, prefix))
+            raise CorruptKeyError(
+                f'data holds {nkeys} keys; use unpacks_list() to decode it')
+        elements.append(read_element(&r))
+    return tuple(elements)
+
+
+def unpacks_list(data, prefix=b''):
+    """Mirrors keylib.unpacks_list."""
     cdef Reader r
     cdef list keys = []
     cdef list elements = []
-    cdef bytes buf
-    if type(data) is bytes:
-        buf = <bytes>data
-    elif isinstance(data, (bytearray, memoryview)):
-        buf = bytes(data)
-    else:
-        raise TypeError(f'data must be bytes, not {type(data).__name__!r}')
-    check_prefix(prefix)
-    if not buf.startswith(prefix):
-        raise CorruptKeyError(f'data does not start with the prefix {prefix!r}')
-    r.s = <const unsigned char *>PyBytes_AS_STRING(buf)
-    r.n = PyBytes_GET_SIZE(buf)
-    r.pos = PyBytes_GET_SIZE(prefix)
-    r.mask = 0
+    cdef bytes buf = as_bytes(data)
+    start_reader(&r, buf, prefix)
     while r.pos < r.n:
         if r.s[r.pos] == KEY_SEP:
             keys.append(tuple(elements))
@@ -696,17 +723,3 @@ cdef list decode_keys(object data, object prefix, bint single):
             elements.append(read_element(&r))
     keys.append(tuple(elements))
     return keys
-
-
-def unpacks(data, prefix=b''):
-    """Mirrors keylib.unpacks."""
-    cdef list keys = decode_keys(data, prefix, True)
-    if len(keys) != 1:
-        raise CorruptKeyError(
-            f'data holds {len(keys)} keys; use unpacks_list() to decode it')
-    return keys[0]
-
-
-def unpacks_list(data, prefix=b''):
-    """Mirrors keylib.unpacks_list."""
-    return decode_keys(data, prefix, False)

@@ -1,0 +1,39 @@
+"""Checks that keep the README quick start, CI and packaging honest."""
+
+import os
+import re
+
+from centidb import keylib
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def read(path):
+    with open(os.path.join(ROOT, path), encoding='utf-8') as fp:
+        return fp.read()
+
+
+def quick_start_commands():
+    section = read('README.md').split('## Quick start', 1)[1].split('\n## ', 1)[0]
+    return [block.strip() for block in re.findall(r'```sh\n(.*?)```', section, re.S)]
+
+
+def test_quick_start_has_exactly_two_commands():
+    commands = quick_start_commands()
+    assert len(commands) == 2
+    assert all('\n' not in command for command in commands)
+
+
+def test_ci_runs_the_readme_test_command():
+    test_command = quick_start_commands()[1]
+    ci_lines = [line.strip() for line in read('.ci/run').splitlines()]
+    assert test_command in ci_lines
+
+
+def test_active_implementation_matches_environment():
+    flag = os.environ.get('CENTIDB_NO_SPEEDUPS', '').strip() not in ('', '0')
+    if flag:
+        assert keylib.IMPL == 'python'
+    if os.environ.get('CENTIDB_REQUIRE_SPEEDUPS', '').strip() not in ('', '0'):
+        assert keylib.IMPL == 'speedups'
+    assert keylib.IMPL in ('python', 'speedups')
