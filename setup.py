@@ -35,14 +35,6 @@ class OptionalBuildExt(build_ext):
                 raise
             warn_pure_python(exc)
 
-    def build_extension(self, ext):
-        try:
-            super().build_extension(ext)
-        except Exception as exc:
-            if REQUIRE_SPEEDUPS:
-                raise
-            warn_pure_python(exc)
-
 
 def extensions():
     """Return the extension list (empty when Cython is unavailable)."""

@@ -1,0 +1,61 @@
+"""The build degrades to pure Python when compiling fails, unless required."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+pytest.importorskip('Cython')
+
+
+@pytest.fixture
+def source_copy(tmp_path):
+    """A copy of the package sources without any built extension."""
+    for name in ('setup.py', 'pyproject.toml', 'README.md'):
+        shutil.copy(os.path.join(ROOT, name), tmp_path)
+    package = tmp_path / 'centidb'
+    package.mkdir()
+    for name in os.listdir(os.path.join(ROOT, 'centidb')):
+        if name.endswith(('.py', '.pyx')):
+            shutil.copy(os.path.join(ROOT, 'centidb', name), package)
+    return tmp_path
+
+
+def clean_environ():
+    """The environment without any CENTIDB_* switch."""
+    return {k: v for k, v in os.environ.items() if not k.startswith('CENTIDB_')}
+
+
+def build(directory, **env):
+    """Run setup.py build_ext --inplace with a C compiler that always fails."""
+    environ = dict(clean_environ(), CC='false', **env)
+    return subprocess.run(
+        [sys.executable, 'setup.py', 'build_ext', '--inplace'], cwd=directory,
+        env=environ, capture_output=True, text=True, timeout=300)
+
+
+def test_failed_compile_installs_pure_python_with_warning(source_copy):
+    result = build(source_copy)
+    assert result.returncode == 0, result.stderr
+    assert 'WARNING: centidb._speedups could not be built' in result.stderr
+    assert not list((source_copy / 'centidb').glob('_speedups*.so'))
+    check = subprocess.run(
+        [sys.executable, '-c', 'import centidb.keylib as k; print(k.IMPL)'],
+        cwd=source_copy, capture_output=True, text=True,
+        env=clean_environ())
+    assert check.stdout.strip() == 'python'
+
+
+def test_failed_compile_is_an_error_when_speedups_required(source_copy):
+    result = build(source_copy, CENTIDB_REQUIRE_SPEEDUPS='1')
+    assert result.returncode != 0
+    check = subprocess.run(
+        [sys.executable, '-c', 'import centidb.keylib'], cwd=source_copy,
+        capture_output=True, text=True,
+        env=dict(clean_environ(), CENTIDB_REQUIRE_SPEEDUPS='1'))
+    assert check.returncode != 0
+    assert 'cannot be imported' in check.stderr
