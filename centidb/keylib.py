@@ -11,7 +11,8 @@ This module is the pure-Python reference implementation and the one place
 that chooses the implementation in use: at import, the compiled twin
 ``centidb._speedups`` replaces :func:`packs`, :func:`unpacks` and
 :func:`unpacks_list` when it is built, unless ``CENTIDB_NO_SPEEDUPS=1``.
-``CENTIDB_REQUIRE_SPEEDUPS=1`` makes a missing twin an ``ImportError``.
+``CENTIDB_REQUIRE_SPEEDUPS=1`` makes a missing twin an ``ImportError``; a
+twin missing otherwise gives a ``RuntimeWarning`` and pure Python.
 :data:`IMPL` names the active implementation (``'speedups'`` or
 ``'python'``).
 """
@@ -22,6 +23,7 @@ import os
 import re
 import types
 import uuid
+import warnings
 
 from centidb.errors import CorruptKeyError
 from centidb.errors import UnsupportedKeyTypeError
@@ -504,6 +506,12 @@ def _load_speedups():
                 'CENTIDB_REQUIRE_SPEEDUPS=1 but the compiled extension '
                 f'centidb._speedups cannot be imported ({exc}); reinstall '
                 'centidb with a C compiler available') from exc
+        # pip hides build output, so say it where the user will see it.
+        warnings.warn(
+            f'centidb._speedups is not available ({exc}); using the much '
+            'slower pure-Python key codec. Reinstall centidb with a C '
+            'compiler, or set CENTIDB_NO_SPEEDUPS=1 to silence this warning.',
+            RuntimeWarning, stacklevel=2)
         return None
     return _speedups
 

@@ -48,6 +48,7 @@ def test_failed_compile_installs_pure_python_with_warning(source_copy):
         cwd=source_copy, capture_output=True, text=True,
         env=clean_environ())
     assert check.stdout.strip() == 'python'
+    assert 'RuntimeWarning' in check.stderr and 'CENTIDB_NO_SPEEDUPS=1' in check.stderr
 
 
 def test_failed_compile_is_an_error_when_speedups_required(source_copy):
