@@ -1,0 +1,138 @@
+"""Record encoders and packers.
+
+An *encoder* turns a record (any Python value the encoder supports) into
+bytes and back; a *packer* turns those bytes into other bytes and back,
+usually to compress them. Both are :class:`Encoder` objects: a name plus two
+functions. A store remembers each encoder and packer it has seen by name,
+under a small persistent id, so a reopened store knows how every record was
+written.
+
+Built in:
+
+* :func:`make_msgpack_encoder` (the default for collections): safe for
+  files from untrusted sources. msgpack has no tuple type, so **tuples come
+  back as lists**; ``bytes`` stay ``bytes``; map keys may be any msgpack
+  value.
+* :func:`make_json_encoder`: UTF-8 JSON. Tuples come back as lists, dict
+  keys must be strings, and ``bytes`` cannot be stored.
+* :data:`PICKLE_ENCODER`: any picklable object, tuples included. **Opt-in
+  only**: unpickling data from an untrusted file can run arbitrary code.
+* Packers: :data:`PLAIN_PACKER` (no compression), :data:`ZLIB_PACKER`, and
+  :data:`LZ4_PACKER`, :data:`ZSTD_PACKER`, :data:`SNAPPY_PACKER` when the
+  ``lz4``, ``zstandard`` or ``python-snappy`` package is installed (else
+  ``None``).
+"""
+
+import functools
+import json
+import pickle
+import threading
+import zlib
+
+import msgpack
+
+__all__ = ['Encoder', 'make_msgpack_encoder', 'make_json_encoder',
+           'PICKLE_ENCODER', 'PLAIN_PACKER', 'ZLIB_PACKER', 'LZ4_PACKER',
+           'ZSTD_PACKER', 'SNAPPY_PACKER', 'BUILTIN_ENCODERS']
+
+
+class Encoder:
+    """A named pair of functions: ``pack(value) -> bytes`` and its inverse.
+
+    `name` identifies the encoder inside a store, so it must stay the same
+    for as long as data written with it exists. Used both for record
+    encoders and for packers (compressors), which map bytes to bytes.
+    """
+
+    __slots__ = ('name', 'pack', 'unpack')
+
+    def __init__(self, name, pack, unpack):
+        if not isinstance(name, str) or not name:
+            raise TypeError(f'Encoder name must be a non-empty str, not {name!r}')
+        if not callable(pack) or not callable(unpack):
+            raise TypeError(f'Encoder {name!r}: pack and unpack must be callable')
+        self.name = name
+        self.pack = pack
+        self.unpack = unpack
+
+    def __repr__(self):
+        return f'<Encoder {self.name!r}>'
+
+
+def make_msgpack_encoder():
+    """Return the msgpack encoder (named ``'msgpack'``).
+
+    Strings decode as ``str`` and bytes as ``bytes``; tuples decode as lists.
+    """
+    local = threading.local()  # a Packer is not thread-safe; reuse one per thread
+
+    def pack(value):
+        try:
+            packer = local.packer
+        except AttributeError:
+            packer = local.packer = msgpack.Packer(use_bin_type=True)
+        return packer.pack(value)
+
+    return Encoder('msgpack', pack, functools.partial(
+        msgpack.unpackb, raw=False, strict_map_key=False))
+
+
+def make_json_encoder():
+    """Return the JSON encoder (named ``'json'``), writing compact UTF-8."""
+    dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False).encode
+    loads = json.loads
+    return Encoder('json', lambda value: dumps(value).encode('utf-8'), loads)
+
+
+def _pickle_dumps(value):
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+#: Encodes any picklable value. Never use it on files you did not write.
+PICKLE_ENCODER = Encoder('pickle', _pickle_dumps, pickle.loads)
+
+
+def _identity(data):
+    return data
+
+
+#: Stores the encoded bytes as they are.
+PLAIN_PACKER = Encoder('plain', _identity, _identity)
+
+#: Compresses with zlib (level 6).
+ZLIB_PACKER = Encoder('zlib', zlib.compress, zlib.decompress)
+
+
+def _optional_packers():
+    """Build the packers whose compression libraries are installed."""
+    lz4 = zstd = snappy = None
+    try:
+        import lz4.block
+    except ImportError:
+        pass
+    else:
+        lz4 = Encoder('lz4', lz4.block.compress, lz4.block.decompress)
+    try:
+        import zstandard
+    except ImportError:
+        pass
+    else:
+        # The module-level functions are thread-safe; compressor objects are not.
+        zstd = Encoder('zstd', zstandard.compress, zstandard.decompress)
+    try:
+        import snappy as snappy_module
+        snappy_module.compress
+    except (ImportError, AttributeError):
+        pass
+    else:
+        snappy = Encoder('snappy', snappy_module.compress, snappy_module.decompress)
+    return lz4, zstd, snappy
+
+
+#: Packers backed by optional packages: ``None`` when not installed.
+LZ4_PACKER, ZSTD_PACKER, SNAPPY_PACKER = _optional_packers()
+
+#: Encoders and packers every store knows without ``add_encoder()``.
+BUILTIN_ENCODERS = [encoder for encoder in (
+    make_msgpack_encoder(), make_json_encoder(), PICKLE_ENCODER, PLAIN_PACKER,
+    ZLIB_PACKER, LZ4_PACKER, ZSTD_PACKER, SNAPPY_PACKER) if encoder is not None]
