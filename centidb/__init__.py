@@ -1,3 +1,18 @@
-"""centidb: an embedded, indexed document-collection database."""
+"""centidb: an embedded, indexed document-collection database.
 
-__version__ = "0.1.0"
+``centidb.open(engine_name, **engine_options)`` opens a :class:`Store`;
+``store.collection(name, key_func=...)`` gives a :class:`Collection` whose
+records can be indexed with ``add_index``. The key codec is
+:mod:`centidb.keylib`, the storage engines are in :mod:`centidb.engines`,
+record encoders and packers in :mod:`centidb.encodings`, exceptions in
+:mod:`centidb.errors`.
+"""
+
+from centidb.collection import Collection, Index, Record
+from centidb.keylib import Desc
+from centidb.store import Store, Transaction, open
+
+__version__ = '0.1.0'
+
+__all__ = ['open', 'Store', 'Transaction', 'Collection', 'Index', 'Record',
+           'Desc', '__version__']

@@ -54,3 +54,33 @@ class TransactionError(EngineError, ValueError):
 
 class MapFullError(EngineError, OSError):
     """The LMDB memory map is full; the transaction was aborted."""
+
+
+# --- store, collections and indexes ------------------------------------------
+
+class StoreError(CentiError):
+    """The document layer (store, collections, indexes) was used wrongly."""
+
+
+class StoreFormatError(StoreError, ValueError):
+    """The engine does not hold a centidb store of a format this version reads."""
+
+
+class EncoderMismatchError(StoreError, ValueError):
+    """A collection was reopened with an encoder other than the one it was made with."""
+
+
+class UnknownEncoderError(StoreError, LookupError):
+    """Data needs an encoder or packer that is not registered with the store.
+
+    Register it with ``store.add_encoder()`` (after a reopen, custom encoders
+    and packers must be registered again).
+    """
+
+
+class IndexNotAddedError(StoreError):
+    """A collection's stored index was not re-added with ``add_index()``.
+
+    Writing would leave that index stale, so writes are refused until the
+    index is added again (or dropped with ``drop_index()``).
+    """

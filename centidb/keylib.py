@@ -35,8 +35,8 @@ from centidb.keyformat import (
     TAG_ZERO, Desc,
 )
 
-__all__ = ['packs', 'unpacks', 'unpacks_list', 'prefix_range', 'next_prefix',
-           'Desc', 'IMPL']
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'prefix_range', 'upper_bound',
+           'next_prefix', 'Desc', 'IMPL']
 
 _INVERT = bytes(range(255, -1, -1))
 _CONTINUATION_RUN = re.compile(rb'[\x80-\xff]*')
@@ -479,6 +479,21 @@ def prefix_range(key, prefix=b''):
         return (head + tag + widest.translate(_INVERT),
                 next_prefix(head + tag + element.translate(_INVERT)))
     return head + element, next_prefix(head + widest)
+
+
+def upper_bound(key, prefix=b'', include=False):
+    """Return the exclusive upper bound for keys below (or up to) `key`.
+
+    With ``include=False`` the bound admits every key that sorts before
+    `key`. With ``include=True`` it also admits `key` itself and every packed
+    list of keys whose first key is `key` (an index entry for index tuple
+    `key`), but no longer key such as ``key + (x,)``.
+    """
+    data = packs(key, prefix)
+    return data + _AFTER_KEY_SEP if include else data
+
+
+_AFTER_KEY_SEP = bytes([KEY_SEP + 1])
 
 
 # --- choosing the implementation -------------------------------------------------

@@ -231,6 +231,16 @@ def test_prefix_range_stays_inside_collection_prefix():
     assert prefix_range(()) == (b'', None)
 
 
+@given(strategies.clustered_keys, strategies.clustered_keys, st.booleans())
+def test_upper_bound_matches_reference(bound, key, include):
+    limit = keylib.upper_bound(bound, b'P', include)
+    order = keyorder.compare_keys(key, bound)
+    expected = order < 0 or (include and order == 0)
+    assert (packs(key, b'P') < limit) == expected
+    # An index entry (key, record key) is admitted exactly like its key.
+    assert (packs([key, ('rec',)], b'P') < limit) == expected
+
+
 def test_next_prefix():
     assert next_prefix(b'a') == b'b'
     assert next_prefix(b'a\xff\xff') == b'b'

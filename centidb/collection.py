@@ -1,0 +1,486 @@
+"""Collections of records, their secondary indexes, and query parameters.
+
+A :class:`Collection` stores records (any value its encoder supports) under
+tuple keys; an :class:`Index` maps each record to zero, one or many index
+tuples through a plain Python function. Both are prefix views of the
+store's engine; the byte layout is in ``docs/format.rst``.
+
+Every read and write method takes ``txn=``, a transaction from
+:meth:`centidb.Store.begin`. Without it, a call runs in a transaction of its
+own, or joins the write transaction this thread has open on the store.
+
+Query parameters, shared by every iterating method and by ``count()``:
+
+``lo``
+    Lowest key (or index tuple) included. A bare value means a 1-tuple.
+``hi``
+    Key at which to stop, excluded unless ``include=True``.
+``prefix``
+    Only keys that start with this tuple. A ``str`` or ``bytes`` as the last
+    element also matches longer strings (``prefix='ab'`` matches
+    ``('abc', 1)``). Combined with ``lo``/``hi``, all bounds apply.
+``reverse``
+    Iterate from the highest key down.
+``max``
+    Stop after this many results.
+
+Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
+"""
+
+from centidb import keylib
+from centidb.errors import IndexNotAddedError, StoreError
+from centidb.keyformat import KEY_SEP
+
+__all__ = ['Collection', 'Index', 'Record']
+
+_ENTRY_SEP = bytes([KEY_SEP])
+_EMPTY = b''
+
+
+class Record:
+    """A record as stored: its key, its value (``data``), and update state.
+
+    ``key`` is the record's key tuple, or ``None`` for a record not yet
+    stored. ``data`` is the value. A Record returned by ``put()`` or by
+    ``get(..., rec=True)`` also remembers the stored bytes and index entries,
+    so that a later ``put()`` of it can skip decoding the old version when
+    the store still holds exactly what was read.
+    """
+
+    __slots__ = ('coll', 'data', 'key', '_stored', '_entries')
+
+    def __init__(self, coll, data, key=None, _stored=None, _entries=None):
+        self.coll = coll
+        self.data = data
+        self.key = key
+        self._stored = _stored
+        self._entries = _entries
+
+    def __repr__(self):
+        name = self.coll.name if self.coll is not None else None
+        return f'<Record {name}:{self.key!r} {self.data!r}>'
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (self.coll is other.coll and self.key == other.key
+                and self.data == other.data)
+
+    __hash__ = None
+
+
+def _as_key(value):
+    return value if type(value) is tuple else (value,)
+
+
+def _check_query(reverse, max):
+    if max is not None and (type(max) is not int or max < 0):
+        raise ValueError(f'max must be a non-negative int or None, not {max!r}')
+
+
+def _key_range(prefix_bytes, lo, hi, prefix, include):
+    """Byte bounds for a query under `prefix_bytes`; see the module doc."""
+    if prefix is None:
+        lo_bytes, hi_bytes = keylib.prefix_range((), prefix_bytes)
+    else:
+        lo_bytes, hi_bytes = keylib.prefix_range(_as_key(prefix), prefix_bytes)
+    if lo is not None:
+        lo_bytes = max(lo_bytes, keylib.packs(_as_key(lo), prefix_bytes))
+    if hi is not None:
+        bound = keylib.upper_bound(_as_key(hi), prefix_bytes, include)
+        hi_bytes = bound if hi_bytes is None else min(hi_bytes, bound)
+    return lo_bytes, hi_bytes
+
+
+class Collection:
+    """A named set of records in a store, with its indexes.
+
+    Made by :meth:`centidb.Store.collection`; see there for the arguments.
+    ``indices`` maps index names to :class:`Index` objects.
+    """
+
+    def __init__(self, store, name, info, key_func, txn_key_func, encoder,
+                 packer, stored_indexes):
+        self.store = store
+        self.name = name
+        self.coll_id = info['id']
+        self.prefix = keylib.packs(self.coll_id)
+        self.encoder = encoder
+        self.packer = packer
+        self.key_func = key_func
+        self.txn_key_func = txn_key_func
+        self.counter_name = info['counter']
+        self.indices = {}
+        self._indexes = ()  # bound Index objects, in the order added
+        self._stored_indexes = dict(stored_indexes)  # name -> id
+        self._unbound = set(stored_indexes)
+        self._pack = encoder.pack
+        self._unpack = encoder.unpack
+        self._packer_header = bytes([store._encoder_id(packer)])
+
+    def __repr__(self):
+        return f'<Collection {self.name!r} of {self.store!r}>'
+
+    # --- indexes -------------------------------------------------------------
+
+    def add_index(self, name, func):
+        """Add (or, after a reopen, re-add) the index `name`; return it.
+
+        `func(record)` returns ``None`` (no entry), a value or tuple (one
+        entry), or a list (one entry per element). Functions are not stored:
+        after reopening a store, call ``add_index`` again for every index,
+        or writes raise :class:`~centidb.errors.IndexNotAddedError`. A new
+        index on a collection that already holds records is filled in for
+        them, in one write transaction.
+        """
+        if not isinstance(name, str) or not name:
+            raise TypeError(f'index name must be a non-empty str, not {name!r}')
+        if not callable(func):
+            raise TypeError(f'index function for {name!r} must be callable')
+        if name in self.indices:
+            raise ValueError(f'index {name!r} was already added to collection '
+                             f'{self.name!r} in this session')
+        if name in self._stored_indexes:
+            index = Index(self, name, self._stored_indexes[name], func)
+            self._bind(index)
+            return index
+        return self.store._create_index(self, name, func)
+
+    def _bind(self, index):
+        self.indices[index.name] = index
+        self._indexes = self._indexes + (index,)
+        self._stored_indexes[index.name] = index.index_id
+        self._unbound.discard(index.name)
+
+    def drop_index(self, name, txn=None):
+        """Delete the index `name` and all its entries from the store."""
+        self.store._drop_index(self, name, txn)
+
+    def _check_writable(self):
+        if self._unbound:
+            names = ', '.join(sorted(self._unbound))
+            raise IndexNotAddedError(
+                f'collection {self.name!r} has stored index(es) {names} that '
+                f'were not added since the store was opened; call '
+                f'add_index() for each (or drop_index()) before writing, so '
+                f'the index does not go stale')
+
+    def _heads(self, indexes, data):
+        """Return the packed index tuples `indexes` give for `data`."""
+        heads = []
+        for index in indexes:
+            result = index.func(data)
+            if result is None:
+                continue
+            if type(result) is list:
+                for item in result:
+                    heads.append(keylib.packs(_as_key(item), index.prefix))
+            else:
+                heads.append(keylib.packs(_as_key(result), index.prefix))
+        return heads
+
+    def _entry_tail(self, key_bytes):
+        """What follows an index tuple in an entry: separator and record key."""
+        return _ENTRY_SEP + key_bytes[len(self.prefix):]
+
+    def _entries(self, data, entry_tail):
+        """Return the index entry keys of a record (a list of bytes)."""
+        return [head + entry_tail for head in self._heads(self._indexes, data)]
+
+    # --- encoding ----------------------------------------------------------------
+
+    def _encode(self, data, packer):
+        if packer is None:
+            return self._packer_header + self.packer.pack(self._pack(data))
+        header = bytes([self.store._encoder_id(packer)])
+        return header + packer.pack(self._pack(data))
+
+    def _decode(self, stored):
+        packer = self.store._packers_by_id.get(stored[0])
+        if packer is None:
+            raise self.store._unknown_packer(stored[0], self.name)
+        return self._unpack(packer.unpack(stored[1:]))
+
+    def _decode_raw(self, stored):
+        packer = self.store._packers_by_id.get(stored[0])
+        if packer is None:
+            raise self.store._unknown_packer(stored[0], self.name)
+        return packer.unpack(stored[1:])
+
+    # --- writing -------------------------------------------------------------
+
+    def put(self, rec, key=None, blind=False, txn=None, packer=None):
+        """Store `rec` and update its index entries; return a :class:`Record`.
+
+        The key is `key` if given, else ``key_func(rec)``, else
+        ``txn_key_func(txn, rec)``, else the next value of the collection's
+        counter. `rec` may be a :class:`Record`, whose key is reused.
+
+        With ``blind=False`` any record already under the key is read so its
+        stale index entries are removed. ``blind=True`` skips that read: the
+        caller promises the key is new (if it is not, the old record's index
+        entries that differ are left behind, pointing at the new record).
+
+        `packer` compresses this record (default: the collection's packer).
+        If the key function, an index function or the encoder raises,
+        nothing is written and the exception propagates.
+        """
+        store = self.store
+        if txn is None:
+            current = store._current_write_txn()
+            if current is None:
+                with store._begin_own(True) as own:
+                    return self._put(own, own.raw, rec, key, blind, packer)
+            txn = current
+        return self._put(txn, store._raw_txn(txn, True), rec, key, blind, packer)
+
+    def _put(self, txn, raw, rec, key, blind, packer):
+        if self._unbound:
+            self._check_writable()
+        old_record = None
+        if type(rec) is Record:
+            old_record = rec
+            if key is None:
+                key = rec.key
+            rec = rec.data
+        data = rec
+        # Everything user code can fail on runs before the first write.
+        value = self._encode(data, packer)
+        index_heads = self._heads(self._indexes, data)
+        if key is None:
+            if self.key_func is not None:
+                key = self.key_func(data)
+            elif self.txn_key_func is not None:
+                key = self.txn_key_func(txn, data)
+            else:
+                key = (self.store._count(raw, self.counter_name, 1, 1),)
+        key = _as_key(key)
+        key_bytes = keylib.packs(key, self.prefix)
+        entry_tail = _ENTRY_SEP + key_bytes[len(self.prefix):]
+        entries = [head + entry_tail for head in index_heads]
+        if not blind:
+            old = raw.get(key_bytes)
+            if old is not None:
+                if (old_record is not None and old_record._entries is not None
+                        and old_record.key == key and old_record._stored == old):
+                    old_entries = old_record._entries
+                else:
+                    old_entries = self._entries(self._decode(old), entry_tail)
+                if old_entries:
+                    keep = set(entries)
+                    for entry in old_entries:
+                        if entry not in keep:
+                            raw.delete(entry)
+        raw.put(key_bytes, value)
+        for entry in entries:
+            raw.put(entry, _EMPTY)
+        return Record(self, data, key, value, entries)
+
+    def delete(self, key, txn=None):
+        """Delete the record under `key` (or a :class:`Record`'s key).
+
+        Removes its index entries too. Returns the deleted :class:`Record`,
+        or ``None`` if there was no such record.
+        """
+        if type(key) is Record:
+            key = key.key
+        return self.store._run(txn, True, self._delete, _as_key(key))
+
+    def _delete(self, txn, raw, key):
+        if self._unbound:
+            self._check_writable()
+        key_bytes = keylib.packs(key, self.prefix)
+        old = raw.get(key_bytes)
+        if old is None:
+            return None
+        data = self._decode(old)
+        entries = self._entries(data, self._entry_tail(key_bytes))
+        for entry in entries:
+            raw.delete(entry)
+        raw.delete(key_bytes)
+        return Record(self, data, key)
+
+    # --- reading -------------------------------------------------------------
+
+    def get(self, key, default=None, txn=None, raw=False, rec=False):
+        """Return the value stored under `key`, or `default`.
+
+        ``raw=True`` returns the encoded bytes (after the packer) without
+        decoding them; ``rec=True`` returns a :class:`Record`.
+        """
+        key = _as_key(key)
+        key_bytes = keylib.packs(key, self.prefix)
+        store = self.store
+        if txn is None:
+            txn = store._current_write_txn()
+            if txn is None:
+                stored = store.engine.get(key_bytes)
+            else:
+                stored = txn.raw.get(key_bytes)
+        else:
+            stored = store._raw_txn(txn, False).get(key_bytes)
+        if stored is None:
+            return default
+        if raw:
+            return self._decode_raw(stored)
+        data = self._decode(stored)
+        if rec:
+            entries = self._entries(data, self._entry_tail(key_bytes))
+            return Record(self, data, key, stored, entries)
+        return data
+
+    def get_many(self, keys, default=None, txn=None):
+        """Return a list with the value of each key in `keys` (or `default`)."""
+        packed = [keylib.packs(_as_key(key), self.prefix) for key in keys]
+        stored = self.store._run(txn, False, _get_stored_many, packed)
+        decode = self._decode
+        return [default if value is None else decode(value) for value in stored]
+
+    def _iter(self, txn, lo, hi, prefix, reverse, max, include):
+        _check_query(reverse, max)
+        lo_bytes, hi_bytes = _key_range(self.prefix, lo, hi, prefix, include)
+        return self.store._iterate(txn, lo_bytes, hi_bytes, reverse, max)
+
+    def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Iterate ``(key, value)`` pairs in key order (query parameters above)."""
+        pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
+        return _decoded_items(pairs, len(self.prefix), self._decode)
+
+    def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+             include=False, txn=None):
+        """Iterate keys in key order (query parameters above)."""
+        pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
+        return _decoded_keys(pairs, len(self.prefix))
+
+    def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+               include=False, txn=None):
+        """Iterate values in key order (query parameters above)."""
+        pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
+        return _decoded_values(pairs, self._decode)
+
+    def find(self, lo=None, hi=None, prefix=None, reverse=False, include=False,
+             txn=None, default=None):
+        """Return the value of the first record matching the query, or `default`."""
+        for value in self.values(lo, hi, prefix, reverse, 1, include, txn):
+            return value
+        return default
+
+    def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Return how many records match the query (query parameters above)."""
+        return sum(1 for _ in self._iter(txn, lo, hi, prefix, reverse, max, include))
+
+    def __len__(self):
+        return self.count()
+
+
+def _decoded_items(pairs, start, decode):
+    unpacks = keylib.unpacks
+    for key_bytes, stored in pairs:
+        yield unpacks(key_bytes[start:]), decode(stored)
+
+
+def _decoded_keys(pairs, start):
+    unpacks = keylib.unpacks
+    for key_bytes, _ in pairs:
+        yield unpacks(key_bytes[start:])
+
+
+def _decoded_values(pairs, decode):
+    for _, stored in pairs:
+        yield decode(stored)
+
+
+def _get_stored_many(txn, raw, packed):
+    return [raw.get(key_bytes) for key_bytes in packed]
+
+
+class Index:
+    """A secondary index of a :class:`Collection`; made by ``add_index()``.
+
+    Query methods range over index tuples with the collection's query
+    parameters. Values are read in the same transaction (snapshot) as the
+    index entries.
+    """
+
+    def __init__(self, coll, name, index_id, func):
+        self.coll = coll
+        self.name = name
+        self.index_id = index_id
+        self.func = func
+        self.prefix = keylib.packs(index_id)
+
+    def __repr__(self):
+        return f'<Index {self.coll.name}.{self.name}>'
+
+    def _scan(self, txn, lo, hi, prefix, reverse, max, include):
+        """Iterate ``(index tuple, record key, raw txn)`` for the query."""
+        _check_query(reverse, max)
+        lo_bytes, hi_bytes = _key_range(self.prefix, lo, hi, prefix, include)
+        return self.coll.store._iterate_entries(
+            txn, self.prefix, lo_bytes, hi_bytes, reverse, max)
+
+    def pairs(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Iterate ``(index tuple, record key)`` pairs."""
+        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        return ((tup, key) for tup, key, _ in entries)
+
+    def tups(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+             include=False, txn=None):
+        """Iterate index tuples (one per entry)."""
+        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        return (tup for tup, _, _ in entries)
+
+    def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+             include=False, txn=None):
+        """Iterate the keys of the records the matching entries point to."""
+        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        return (key for _, key, _ in entries)
+
+    def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Iterate ``(index tuple, record value)`` pairs."""
+        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        coll = self.coll
+        return ((tup, coll._decode(_fetch(raw, coll, key))) for tup, key, raw in entries)
+
+    def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+               include=False, txn=None):
+        """Iterate the values of the records the matching entries point to."""
+        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        coll = self.coll
+        return (coll._decode(_fetch(raw, coll, key)) for _, key, raw in entries)
+
+    def find(self, lo=None, hi=None, prefix=None, reverse=False, include=False,
+             txn=None, default=None):
+        """Return the value of the first matching record, or `default`."""
+        for value in self.values(lo, hi, prefix, reverse, 1, include, txn):
+            return value
+        return default
+
+    def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Return how many index entries match the query."""
+        return sum(1 for _ in self._scan(txn, lo, hi, prefix, reverse, max, include))
+
+    def get(self, x, default=None, txn=None):
+        """Return the value of the first record whose index tuple equals `x`."""
+        x = _as_key(x)
+        return self.find(lo=x, hi=x, include=True, txn=txn, default=default)
+
+    def has(self, x, txn=None):
+        """Return True if some record has the index tuple `x`."""
+        x = _as_key(x)
+        return self.count(lo=x, hi=x, include=True, max=1, txn=txn) > 0
+
+
+def _fetch(raw, coll, key):
+    stored = raw.get(keylib.packs(key, coll.prefix))
+    if stored is None:
+        raise StoreError(
+            f'index of collection {coll.name!r} points at missing record '
+            f'{key!r}: the index is inconsistent (was a blind put used on an '
+            f'existing key, or an index function changed?)')
+    return stored

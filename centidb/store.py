@@ -1,0 +1,540 @@
+"""The store: collections, counters, encoders and transactions on one engine.
+
+``centidb.open('LmdbEngine', path=...)`` or ``Store(engine)`` gives a
+:class:`Store`. The store keeps its metadata in the engine itself, under
+keys starting with the element ``0`` (layout in ``docs/format.rst``):
+
+* ``(0, 'format')``: format name and version, written on create and checked
+  on open;
+* ``(0, 'collection', name)``: a collection's prefix id, encoder, packer and
+  counter name;
+* ``(0, 'index', collection id, name)``: an index's prefix id;
+* ``(0, 'encoder', name)``: the persistent id of an encoder or packer;
+* ``(0, 'counter', name)``: a counter's value; ``(0, 'sys', ...)``: the
+  store's own id counters.
+
+Transactions: every read/write method of collections and indexes takes
+``txn=`` (from :meth:`Store.begin`). Without it, a call runs in a
+transaction of its own, except in a thread that has a write transaction open
+on this store: there the call **joins** that transaction, so it sees and
+commits (or aborts) with the rest. Opening a second write transaction in
+that thread raises :class:`~centidb.errors.TransactionError`.
+"""
+
+import itertools
+import json
+import threading
+import weakref
+
+from centidb import encodings, keylib
+from centidb.collection import Collection, Index
+from centidb.engines import Engine, get_engine_class
+from centidb.errors import (
+    CorruptKeyError, EncoderMismatchError, EngineClosedError, StoreError,
+    StoreFormatError, TransactionError, UnknownEncoderError,
+)
+
+__all__ = ['open', 'Store', 'Transaction', 'FORMAT_NAME', 'FORMAT_VERSION']
+
+#: Written to ``(0, 'format')`` when a store is created.
+FORMAT_NAME = 'centidb'
+#: The store format version this code reads and writes.
+FORMAT_VERSION = 1
+
+_META = 0
+_FORMAT_KEY = keylib.packs((_META, 'format'))
+_PREFIX_COUNTER = 'prefix'
+_ENCODER_COUNTER = 'encoder'
+#: Encoder ids fit in the one-byte record header; 0x80 and up are reserved.
+_MAX_ENCODER_ID = 0x7F
+
+
+def _meta_key(*parts):
+    return keylib.packs((_META,) + parts)
+
+
+def _dump(info):
+    return json.dumps(info, sort_keys=True).encode('utf-8')
+
+
+def _load(data):
+    return json.loads(data.decode('utf-8'))
+
+
+def open(engine, **engine_kwargs):  # noqa: A001 - the documented API name
+    """Open (or create) a store on a new engine and return the :class:`Store`.
+
+    `engine` is an engine class or its name (``'ListEngine'``,
+    ``'PlyvelEngine'``, ``'LmdbEngine'``); `engine_kwargs` go to its
+    constructor, e.g. ``open('PlyvelEngine', name='x.ldb',
+    create_if_missing=True)``. Closing the store closes the engine.
+    """
+    engine_class = get_engine_class(engine)
+    instance = engine_class(**engine_kwargs)
+    try:
+        return Store(instance)
+    except BaseException:
+        instance.close()
+        raise
+
+
+class Transaction:
+    """A store transaction, from :meth:`Store.begin`.
+
+    Pass it as ``txn=`` to collection and index methods. As a context
+    manager it commits when the block succeeds and aborts when it raises.
+    ``raw`` is the engine transaction underneath.
+    """
+
+    __slots__ = ('store', 'write', 'raw', '__weakref__')
+
+    def __init__(self, store, write, raw):
+        self.store = store
+        self.write = write
+        self.raw = raw
+
+    def __repr__(self):
+        state = 'open' if self.raw is not None else 'ended'
+        return f"<Transaction {'write' if self.write else 'read'} {state}>"
+
+    def _end(self):
+        self.raw = None
+        if self.write and self.store._current_write_txn() is self:
+            self.store._local.txn = None
+
+    def commit(self):
+        """Make the writes permanent and end the transaction."""
+        if self.raw is None:
+            raise TransactionError('this transaction has already ended')
+        try:
+            self.raw.commit()
+        finally:
+            self._end()
+
+    def abort(self):
+        """Discard the writes and end the transaction (no-op if ended)."""
+        if self.raw is None:
+            return
+        try:
+            self.raw.abort()
+        finally:
+            self._end()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+        return False
+
+
+class Store:
+    """A centidb store on an open :class:`~centidb.engines.Engine`.
+
+    Creates the store format record on an empty engine; raises
+    :class:`~centidb.errors.StoreFormatError` for an engine that holds
+    something else or a newer format. A context manager: ``close()`` on exit.
+    """
+
+    def __init__(self, engine):
+        if not isinstance(engine, Engine):
+            raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
+        self.engine = engine
+        self._closed = False
+        self._local = threading.local()
+        self._lock = threading.RLock()
+        self._collections = {}
+        self._encoders = {}        # name -> Encoder registered in this session
+        self._encoder_ids = {}     # name -> persistent id (all in metadata)
+        self._encoder_names = {}   # persistent id -> name
+        self._packers_by_id = {}   # persistent id -> registered Encoder
+        with engine.begin() as raw:
+            created = self._check_format(raw)
+            self._load_encoder_ids(raw)
+        missing = [enc for enc in encodings.BUILTIN_ENCODERS
+                   if enc.name not in self._encoder_ids]
+        if created or missing:
+            with engine.begin(write=True) as raw:
+                if created:
+                    raw.put(_FORMAT_KEY, _dump({'format': FORMAT_NAME,
+                                                'version': FORMAT_VERSION}))
+                for enc in missing:
+                    self._persist_encoder_id(raw, enc.name)
+        for enc in encodings.BUILTIN_ENCODERS:
+            self._encoders[enc.name] = enc
+            self._packers_by_id[self._encoder_ids[enc.name]] = enc
+        self.default_encoder = self._encoders['msgpack']
+
+    def __repr__(self):
+        return f"<Store on {self.engine!r}{' closed' if self._closed else ''}>"
+
+    # --- format and metadata ---------------------------------------------------
+
+    def _check_format(self, raw):
+        """Check the format record; return True if the engine is empty."""
+        stored = raw.get(_FORMAT_KEY)
+        if stored is None:
+            for _ in raw.keys():
+                raise StoreFormatError(
+                    f'{self.engine!r} holds data but no centidb format '
+                    f'record: it is not a centidb store')
+            return True
+        try:
+            info = _load(stored)
+            name, version = info['format'], info['version']
+        except (ValueError, KeyError, TypeError):
+            raise StoreFormatError(f'unreadable centidb format record: {stored!r}') from None
+        if name != FORMAT_NAME:
+            raise StoreFormatError(f'the engine holds a {name!r} store, not {FORMAT_NAME!r}')
+        if version != FORMAT_VERSION:
+            raise StoreFormatError(
+                f'the store has format version {version}; this centidb reads '
+                f'version {FORMAT_VERSION}')
+        return False
+
+    def _load_encoder_ids(self, raw):
+        lo, hi = keylib.prefix_range((_META, 'encoder'))
+        for key_bytes, value in raw.items(lo, hi):
+            name = keylib.unpacks(key_bytes)[2]
+            encoder_id = _load(value)['id']
+            self._encoder_ids[name] = encoder_id
+            self._encoder_names[encoder_id] = name
+
+    def _persist_encoder_id(self, raw, name):
+        encoder_id = self._count(raw, (_META, 'sys', _ENCODER_COUNTER), 1, 1, meta=True)
+        if encoder_id > _MAX_ENCODER_ID:
+            raise StoreError(f'too many encoders and packers: at most {_MAX_ENCODER_ID}')
+        raw.put(_meta_key('encoder', name), _dump({'id': encoder_id}))
+        self._encoder_ids[name] = encoder_id
+        self._encoder_names[encoder_id] = name
+        return encoder_id
+
+    def add_encoder(self, encoder):
+        """Register a custom encoder or packer (an :class:`~centidb.encodings.Encoder`).
+
+        Its name gets a persistent id the first time, kept across reopens.
+        After reopening a store, register custom encoders again before
+        reading records written with them.
+        """
+        self._check_open()
+        if not isinstance(encoder, encodings.Encoder):
+            raise TypeError(f'add_encoder needs an Encoder, not {type(encoder).__name__!r}')
+        with self._lock:
+            if encoder.name not in self._encoder_ids:
+                with self._own_write_txn('add_encoder()') as raw:
+                    self._persist_encoder_id(raw, encoder.name)
+            self._encoders[encoder.name] = encoder
+            self._packers_by_id[self._encoder_ids[encoder.name]] = encoder
+        return encoder
+
+    def _encoder_id(self, encoder):
+        encoder_id = self._encoder_ids.get(encoder.name)
+        if encoder_id is None or self._encoders.get(encoder.name) is not encoder:
+            self.add_encoder(encoder)
+            encoder_id = self._encoder_ids[encoder.name]
+        return encoder_id
+
+    def _unknown_packer(self, encoder_id, coll_name):
+        name = self._encoder_names.get(encoder_id)
+        if name is None:
+            return UnknownEncoderError(
+                f'a record in collection {coll_name!r} names packer id '
+                f'{encoder_id}, which this store never registered (corrupt data?)')
+        return UnknownEncoderError(
+            f'a record in collection {coll_name!r} was packed with {name!r}, '
+            f'which is not registered in this session; call '
+            f'store.add_encoder() with the {name!r} Encoder first')
+
+    # --- collections --------------------------------------------------------------
+
+    def collection(self, name, key_func=None, txn_key_func=None, encoder=None,
+                   packer=None, counter_name=None):
+        """Create or reopen the collection `name` and return it.
+
+        `key_func(record)` or `txn_key_func(txn, record)` makes each record's
+        key (a tuple; a bare value is wrapped); with neither, keys count up
+        from 1 using the counter `counter_name` (default ``'<name>:key'``).
+        `encoder` (default msgpack) is stored by name: reopening with a
+        different one raises :class:`~centidb.errors.EncoderMismatchError`.
+        `packer` (default plain) compresses new records.
+        """
+        self._check_open()
+        if not isinstance(name, str) or not name:
+            raise TypeError(f'collection name must be a non-empty str, not {name!r}')
+        if key_func is not None and txn_key_func is not None:
+            raise ValueError('pass key_func or txn_key_func, not both')
+        for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
+            if func is not None and not callable(func):
+                raise TypeError(f'{label} must be callable')
+        with self._lock:
+            coll = self._collections.get(name)
+            if coll is not None:
+                self._check_reopen_args(coll, key_func, txn_key_func, encoder)
+                return coll
+            with self.engine.begin() as raw:
+                stored = raw.get(_meta_key('collection', name))
+            if stored is None:
+                info = self._create_collection(name, encoder, packer, counter_name)
+            else:
+                info = _load(stored)
+            coll = self._open_collection(name, info, key_func, txn_key_func,
+                                         encoder, packer)
+            self._collections[name] = coll
+            return coll
+
+    def _check_reopen_args(self, coll, key_func, txn_key_func, encoder):
+        if encoder is not None and encoder.name != coll.encoder.name:
+            raise EncoderMismatchError(
+                f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
+                f'not {encoder.name!r}')
+        if (key_func is not None and key_func is not coll.key_func) or (
+                txn_key_func is not None and txn_key_func is not coll.txn_key_func):
+            raise ValueError(f'collection {coll.name!r} is already open in this '
+                             f'store with another key function')
+
+    def _create_collection(self, name, encoder, packer, counter_name):
+        encoder = encoder or self.default_encoder
+        packer = packer or encodings.PLAIN_PACKER
+        with self._own_write_txn('creating a collection') as raw:
+            self._encoder_id(encoder)
+            self._encoder_id(packer)
+            info = {
+                'id': self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True),
+                'encoder': encoder.name,
+                'packer': packer.name,
+                'counter': counter_name or f'{name}:key',
+            }
+            raw.put(_meta_key('collection', name), _dump(info))
+        return info
+
+    def _open_collection(self, name, info, key_func, txn_key_func, encoder, packer):
+        if encoder is None:
+            encoder = self._registered(info['encoder'], name)
+        elif encoder.name != info['encoder']:
+            raise EncoderMismatchError(
+                f'collection {name!r} was created with encoder '
+                f'{info["encoder"]!r}; reopening it with {encoder.name!r} would '
+                f'mis-decode its records')
+        if packer is None:
+            packer = self._registered(info['packer'], name)
+        self._encoder_id(encoder)
+        self._encoder_id(packer)
+        with self.engine.begin() as raw:
+            lo, hi = keylib.prefix_range((_META, 'index', info['id']))
+            stored_indexes = {keylib.unpacks(key_bytes)[3]: _load(value)['id']
+                              for key_bytes, value in raw.items(lo, hi)}
+        return Collection(self, name, info, key_func, txn_key_func, encoder,
+                          packer, stored_indexes)
+
+    def _registered(self, encoder_name, coll_name):
+        encoder = self._encoders.get(encoder_name)
+        if encoder is None:
+            raise UnknownEncoderError(
+                f'collection {coll_name!r} uses {encoder_name!r}, which is not '
+                f'registered in this session; call store.add_encoder() with '
+                f'it, or pass it to collection()')
+        return encoder
+
+    def _create_index(self, coll, name, func):
+        with self._lock, self._own_write_txn('add_index()') as raw:
+            index_id = self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True)
+            raw.put(_meta_key('index', coll.coll_id, name), _dump({'id': index_id}))
+            index = Index(coll, name, index_id, func)
+            lo, hi = keylib.prefix_range((), coll.prefix)
+            for key_bytes, stored in list(raw.items(lo, hi)):
+                tail = coll._entry_tail(key_bytes)
+                for head in coll._heads((index,), coll._decode(stored)):
+                    raw.put(head + tail, b'')
+        coll._bind(index)
+        return index
+
+    def _drop_index(self, coll, name, txn):
+        self._check_open()
+        if name not in coll._stored_indexes:
+            raise KeyError(f'collection {coll.name!r} has no index {name!r}')
+        index_id = coll._stored_indexes[name]
+        with self._lock, self._own_write_txn('drop_index()') as raw:
+            lo, hi = keylib.prefix_range((), keylib.packs(index_id))
+            for key_bytes in list(raw.keys(lo, hi)):
+                raw.delete(key_bytes)
+            raw.delete(_meta_key('index', coll.coll_id, name))
+        coll.indices.pop(name, None)
+        coll._indexes = tuple(index for index in coll._indexes if index.name != name)
+        coll._stored_indexes.pop(name, None)
+        coll._unbound.discard(name)
+
+    # --- counters -------------------------------------------------------------------
+
+    def count(self, name, n=1, init=1, txn=None):
+        """Return counter `name`'s value, then add `n` to it (persistently).
+
+        A counter that does not exist yet starts at `init`. ``n=0`` only
+        reads it. Runs in `txn` when given, so it commits or aborts with it.
+        """
+        if not isinstance(name, str):
+            raise TypeError(f'counter name must be a str, not {type(name).__name__!r}')
+        if type(n) is not int or type(init) is not int:
+            raise TypeError('counter n and init must be ints')
+        return self._run(txn, n != 0, self._count_in_txn, name, n, init)
+
+    def _count_in_txn(self, txn, raw, name, n, init):
+        return self._count(raw, name, n, init)
+
+    def _count(self, raw, name, n, init, meta=False):
+        key = keylib.packs(name) if meta else _meta_key('counter', name)
+        stored = raw.get(key)
+        value = init if stored is None else keylib.unpacks(stored)[0]
+        if n:
+            raw.put(key, keylib.packs(value + n))
+        return value
+
+    # --- transactions ------------------------------------------------------------------
+
+    def begin(self, write=False):
+        """Start a :class:`Transaction` (read-only unless ``write=True``).
+
+        Use it as a context manager, or call ``commit()``/``abort()``.
+        Raises :class:`~centidb.errors.TransactionError` when this thread
+        already has a write transaction open on this store.
+        """
+        self._check_open()
+        if write:
+            current = self._current_write_txn()
+            if current is not None:
+                raise TransactionError(
+                    'this thread already has a write transaction open on this '
+                    'store; nested transactions are not supported: pass '
+                    'txn= or call without txn to join the open one')
+        txn = Transaction(self, bool(write), self.engine.begin(write=bool(write)))
+        if write:
+            # Weak, so a transaction the caller dropped is aborted by the
+            # garbage collector instead of holding the writer lock forever.
+            self._local.txn = weakref.ref(txn)
+        return txn
+
+    def _current_write_txn(self):
+        """The write transaction this thread has open on the store, or None."""
+        if self._closed:
+            self._check_open()
+        ref = getattr(self._local, 'txn', None)
+        if ref is None:
+            return None
+        txn = ref()
+        if txn is None or txn.raw is None:
+            self._local.txn = None
+            return None
+        return txn
+
+    def _begin_own(self, write):
+        return self.begin(write)
+
+    def _own_write_txn(self, what):
+        """A write transaction for metadata changes, which must commit alone."""
+        if self._current_write_txn() is not None:
+            raise TransactionError(
+                f'{what} commits on its own and cannot run while this thread '
+                f'has a write transaction open on the store; do it before '
+                f'begin(write=True) or after the commit')
+        return self.engine.begin(write=True)
+
+    def _raw_txn(self, txn, write):
+        """Return the engine transaction of `txn`, checking it fits."""
+        if type(txn) is not Transaction or txn.store is not self:
+            raise TypeError(f'txn must be a transaction from this store\'s begin(), '
+                            f'not {txn!r}')
+        raw = txn.raw
+        if raw is None:
+            raise TransactionError('this transaction has already ended')
+        if write and not txn.write:
+            raise TransactionError(
+                'cannot write in a read-only transaction; use begin(write=True)')
+        return raw
+
+    def _run(self, txn, write, func, *args):
+        """Call ``func(txn, raw_txn, *args)`` in the right transaction."""
+        if txn is None:
+            txn = self._current_write_txn()
+            if txn is None:
+                own = self.begin(write)
+                try:
+                    result = func(own, own.raw, *args)
+                except BaseException:
+                    own.abort()
+                    raise
+                own.commit()
+                return result
+        return func(txn, self._raw_txn(txn, write), *args)
+
+    def _iterate(self, txn, lo, hi, reverse, max):
+        """Iterate engine ``(key, value)`` pairs in [lo, hi) within a txn."""
+        raw = None if txn is None else self._raw_txn(txn, False)
+        return self._iterate_raw(raw, lo, hi, reverse, max)
+
+    def _iterate_raw(self, raw, lo, hi, reverse, max):
+        own = None
+        if raw is None:
+            current = self._current_write_txn()
+            if current is None:
+                own = self.engine.begin()
+                raw = own
+            else:
+                raw = current.raw
+        try:
+            items = raw.items(lo, hi, reverse)
+            if max is not None:
+                items = itertools.islice(items, max)
+            yield from items
+        finally:
+            if own is not None:
+                own.abort()
+
+    def _iterate_entries(self, txn, index_prefix, lo, hi, reverse, max):
+        """Iterate ``(index tuple, record key, raw txn)`` for index entries."""
+        raw = None if txn is None else self._raw_txn(txn, False)
+        return self._iterate_entries_raw(raw, index_prefix, lo, hi, reverse, max)
+
+    def _iterate_entries_raw(self, raw, index_prefix, lo, hi, reverse, max):
+        own = None
+        if raw is None:
+            current = self._current_write_txn()
+            if current is None:
+                own = self.engine.begin()
+                raw = own
+            else:
+                raw = current.raw
+        try:
+            keys = raw.keys(lo, hi, reverse)
+            if max is not None:
+                keys = itertools.islice(keys, max)
+            unpacks_list = keylib.unpacks_list
+            for key_bytes in keys:
+                parts = unpacks_list(key_bytes, index_prefix)
+                if len(parts) != 2:
+                    raise CorruptKeyError(f'index entry {key_bytes!r} does not hold '
+                                          f'an index tuple and a record key')
+                yield parts[0], parts[1], raw
+        finally:
+            if own is not None:
+                own.abort()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    def _check_open(self):
+        if self._closed:
+            raise EngineClosedError('this store is closed; open it again to use it')
+
+    def close(self):
+        """Close the store and its engine. Closing twice is fine."""
+        if not self._closed:
+            self._closed = True
+            self.engine.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
