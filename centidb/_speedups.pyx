@@ -14,7 +14,7 @@ with ``centidb.keyformat``.
 import datetime as _dt
 import uuid as _uuid
 
-from centidb.errors import CorruptKeyError, UnsupportedKeyTypeError
+from centidb.errors import CorruptKeyError, KeyEncodingError, UnsupportedKeyTypeError
 from centidb.keyformat import Desc
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
@@ -76,6 +76,8 @@ cdef object _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 cdef object _MAX_ORDINAL = _dt.date.max.toordinal()
 cdef object _US_PER_DAY = 86400 * 1000000
 cdef object _FLOAT_EXACT_LIMIT = 2 ** 53
+cdef enum:
+    MAX_FRACTION_GROUPS = 154
 cdef str _SUPPORTED = ('None, bool, int, float, bytes, str, uuid.UUID, '
                        'datetime.datetime, centidb.keylib.Desc')
 
@@ -287,6 +289,8 @@ cdef int put_datetime(Buf *b, object x) except -1:
     else:
         offset_us = ((offset.days * 86400 + offset.seconds) * 1000000
                      + offset.microseconds)
+        if not -_US_PER_DAY < offset_us < _US_PER_DAY:
+            raise KeyEncodingError(f'UTC offset {offset!r} of {x!r} is not within a day')
         chunk = (wall_us - offset_us + DT_INSTANT_BIAS_).to_bytes(8, 'big')
         putn(b, <const unsigned char *>PyBytes_AS_STRING(chunk), 8)
         put1(b, DT_AWARE)
@@ -346,19 +350,20 @@ cdef int put_element(Buf *b, object x) except -1:
     if isinstance(x, _dt.datetime):
         return put_datetime(b, x)
     if isinstance(x, _uuid.UUID):
-        put1(b, TAG_UUID)
         raw = x.bytes
+        if type(raw) is not bytes or PyBytes_GET_SIZE(raw) != 16:
+            raise KeyEncodingError(f'{kind.__name__}.bytes must be 16 bytes, not {raw!r:.40}')
+        put1(b, TAG_UUID)
         return putn(b, <const unsigned char *>PyBytes_AS_STRING(raw), 16)
-    if isinstance(x, bool):
-        return put_element(b, bool(x))
+    # Mirrors keylib: the base type's own conversion, whatever the subclass overrides.
     if isinstance(x, int):
-        return put_element(b, int(x))
+        return put_element(b, int.__int__(x))
     if isinstance(x, float):
-        return put_element(b, float(x))
+        return put_element(b, float.__float__(x))
     if isinstance(x, str):
-        return put_element(b, str(x))
+        return put_element(b, str.__str__(x))
     if isinstance(x, bytes):
-        return put_element(b, bytes(x))
+        return put_element(b, bytes(memoryview(x)))
     raise UnsupportedKeyTypeError(
         f'cannot encode key element of type {kind.__name__!r} '
         f'({x!r:.60}); supported types: {_SUPPORTED}')
@@ -382,7 +387,7 @@ def packs(key, prefix=b''):
     b.heap = False
     try:
         putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
-        if type(key) is tuple:
+        if isinstance(key, tuple):
             for element in <tuple>key:
                 put_element(&b, element)
         elif type(key) is list:
@@ -391,7 +396,7 @@ def packs(key, prefix=b''):
             for i, one_key in enumerate(<list>key):
                 if i:
                     put1(&b, KEY_SEP)
-                if type(one_key) is tuple:
+                if isinstance(one_key, tuple):
                     for element in <tuple>one_key:
                         put_element(&b, element)
                 else:
@@ -535,6 +540,8 @@ cdef object read_number_suffix(Reader *r, object int_part, Py_ssize_t element_st
         end += 1
     r.pos = end
     ngroups = end - start
+    if ngroups > MAX_FRACTION_GROUPS:
+        raise corrupt('float fraction longer than any double has', start)
     if ngroups and at(r, end - 1) == 0x80:
         raise corrupt('non-canonical float fraction', end - 1)
     if ngroups <= 9 and -_FLOAT_EXACT_LIMIT < int_part < _FLOAT_EXACT_LIMIT:

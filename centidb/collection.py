@@ -70,7 +70,10 @@ class Record:
 
 
 def _as_key(value):
-    return value if type(value) is tuple else (value,)
+    """A key tuple from a tuple (or namedtuple) or a bare value."""
+    if type(value) is tuple:
+        return value
+    return tuple(value) if isinstance(value, tuple) else (value,)
 
 
 def _check_query(reverse, max):

@@ -26,6 +26,7 @@ import uuid
 import warnings
 
 from centidb.errors import CorruptKeyError
+from centidb.errors import KeyEncodingError
 from centidb.errors import UnsupportedKeyTypeError
 from centidb.keyformat import (
     DESC_END, DT_AWARE, DT_INSTANT_BIAS, DT_NAIVE, DT_OFFSET_BIAS,
@@ -46,6 +47,8 @@ _US_PER_SECOND = 1_000_000
 _US_PER_DAY = 86_400 * _US_PER_SECOND
 _SUPPORTED = ('None, bool, int, float, bytes, str, uuid.UUID, '
               'datetime.datetime, centidb.keylib.Desc')
+#: A double's fraction has at most 1074 bits, so at most 154 7-bit groups.
+_MAX_FRACTION_GROUPS = 154
 
 
 # --- encoding ----------------------------------------------------------------
@@ -123,6 +126,8 @@ def _encode_datetime(x, out):
     else:
         offset_us = ((offset.days * 86_400 + offset.seconds) * _US_PER_SECOND
                      + offset.microseconds)
+        if not -_US_PER_DAY < offset_us < _US_PER_DAY:
+            raise KeyEncodingError(f'UTC offset {offset!r} of {x!r} is not within a day')
         out += (wall_us - offset_us + DT_INSTANT_BIAS).to_bytes(8, 'big')
         out.append(DT_AWARE)
         out += (offset_us + DT_OFFSET_BIAS).to_bytes(5, 'big')
@@ -157,19 +162,21 @@ def _encode_element(x, out):
     elif isinstance(x, _dt.datetime):
         _encode_datetime(x, out)
     elif isinstance(x, uuid.UUID):
+        raw = x.bytes
+        if type(raw) is not bytes or len(raw) != 16:
+            raise KeyEncodingError(f'{kind.__name__}.bytes must be 16 bytes, not {raw!r:.40}')
         out.append(TAG_UUID)
-        out += x.bytes
-    # Subclasses of the basic types encode as their base type.
-    elif isinstance(x, bool):
-        _encode_element(bool(x), out)
+        out += raw
+    # Subclasses (enums too) encode their base-type value; the base type's
+    # own conversion ignores any __str__ or __int__ the subclass overrides.
     elif isinstance(x, int):
-        _encode_element(int(x), out)
+        _encode_element(int.__int__(x), out)
     elif isinstance(x, float):
-        _encode_element(float(x), out)
+        _encode_element(float.__float__(x), out)
     elif isinstance(x, str):
-        _encode_element(str(x), out)
+        _encode_element(str.__str__(x), out)
     elif isinstance(x, bytes):
-        _encode_element(bytes(x), out)
+        _encode_element(bytes(memoryview(x)), out)
     else:
         raise UnsupportedKeyTypeError(
             f'cannot encode key element of type {kind.__name__!r} '
@@ -184,8 +191,8 @@ def _check_prefix(prefix):
 def packs(key, prefix=b''):
     """Encode `key` into bytes that sort like the key, after `prefix`.
 
-    `key` is a tuple of elements; a bare element is treated as a 1-tuple. A
-    list of keys (tuples or bare elements) is packed as several keys joined
+    `key` is a tuple (or tuple subclass, such as a namedtuple) of elements;
+    a bare element is treated as a 1-tuple. A list of keys (tuples or bare elements) is packed as several keys joined
     by a separator; decode it with :func:`unpacks_list`. Packing an empty
     list raises ``ValueError``.
 
@@ -194,7 +201,7 @@ def packs(key, prefix=b''):
     """
     _check_prefix(prefix)
     out = bytearray(prefix)
-    if type(key) is tuple:
+    if isinstance(key, tuple):
         for element in key:
             _encode_element(element, out)
     elif type(key) is list:
@@ -203,7 +210,7 @@ def packs(key, prefix=b''):
         for index, one_key in enumerate(key):
             if index:
                 out.append(KEY_SEP)
-            if type(one_key) is tuple:
+            if isinstance(one_key, tuple):
                 for element in one_key:
                     _encode_element(element, out)
             else:
@@ -275,6 +282,8 @@ def _decode_number_suffix(int_part, data, pos):
         raise _corrupt(f'unknown number suffix 0x{suffix:02x}', pos - 1)
     end = _CONTINUATION_RUN.match(data, pos).end()
     ngroups = end - pos
+    if ngroups > _MAX_FRACTION_GROUPS:
+        raise _corrupt('float fraction longer than any double has', pos)
     if ngroups and data[end - 1] == 0x80:
         raise _corrupt('non-canonical float fraction', end - 1)
     fraction = 0
@@ -365,17 +374,20 @@ def _decode_element(data, pos):
         return _decode_datetime(data, pos)
     if tag == TAG_UUID:
         return uuid.UUID(bytes=_take(data, pos, 16)), pos + 16
-    if tag == TAG_DESC:
-        inverted = data[pos:].translate(_INVERT)
-        if not inverted:
-            raise _corrupt('truncated Desc element', pos)
-        if inverted[0] == TAG_DESC:
-            raise _corrupt('nested Desc element', pos)
-        value, used = _decode_element(inverted, 0)
-        if used >= len(inverted) or inverted[used] != 0xFF - DESC_END:
-            raise _corrupt('Desc element is not terminated', pos + used)
-        return Desc(value), pos + used + 1
     raise _corrupt(f'unknown tag 0x{tag:02x}', pos - 1)
+
+
+def _decode_desc(data, inverted, pos):
+    """Decode the Desc element whose tag is at `pos`, given data inverted."""
+    pos += 1
+    if pos >= len(data):
+        raise _corrupt('truncated Desc element', pos)
+    if inverted[pos] == TAG_DESC:
+        raise _corrupt('nested Desc element', pos)
+    value, end = _decode_element(inverted, pos)
+    if end >= len(data) or data[end] != DESC_END:
+        raise _corrupt('Desc element is not terminated', end)
+    return Desc(value), end + 1
 
 
 def _as_bytes(data):
@@ -395,11 +407,18 @@ def _decode_keys(data, prefix):
     elements = []
     pos = len(prefix)
     end = len(data)
+    inverted = None  # made once, on the first Desc element
     while pos < end:
-        if data[pos] == KEY_SEP:
+        tag = data[pos]
+        if tag == KEY_SEP:
             keys.append(tuple(elements))
             elements = []
             pos += 1
+        elif tag == TAG_DESC:
+            if inverted is None:
+                inverted = data.translate(_INVERT)
+            value, pos = _decode_desc(data, inverted, pos)
+            elements.append(value)
         else:
             value, pos = _decode_element(data, pos)
             elements.append(value)
@@ -456,7 +475,7 @@ def prefix_range(key, prefix=b''):
     ``('ac',)``. `prefix` (for example a collection's prefix) is put before
     both bounds.
     """
-    if type(key) is not tuple:
+    if not isinstance(key, tuple):
         key = (key,)
     if not key:
         _check_prefix(prefix)
