@@ -8,6 +8,7 @@ table with the speedup ratio. Context (versions, machine) goes to stderr.
 """
 
 import argparse
+import csv
 import platform
 import statistics
 import sys
@@ -45,7 +46,8 @@ def main():
     if 'speedups' not in impls:
         print('WARNING: centidb._speedups is not built; only pure Python is timed',
               file=sys.stderr)
-    print('operation,key,python_ns,speedups_ns,ratio')
+    writer = csv.writer(sys.stdout, lineterminator='\n')
+    writer.writerow(['operation', 'key', 'python_ns', 'speedups_ns', 'ratio'])
     for name, key in TYPICAL_KEYS:
         packed = keylib.PYTHON.packs(key)
         for op, arg in (('packs', key), ('unpacks', packed)):
@@ -53,9 +55,10 @@ def main():
             if 'speedups' in impls:
                 fast = per_call_seconds(getattr(impls['speedups'], op), arg,
                                         args.repeat, args.seconds)
-                print(f'{op},{name},{pure * 1e9:.0f},{fast * 1e9:.0f},{pure / fast:.1f}')
+                writer.writerow([op, name, f'{pure * 1e9:.0f}', f'{fast * 1e9:.0f}',
+                                 f'{pure / fast:.1f}'])
             else:
-                print(f'{op},{name},{pure * 1e9:.0f},,')
+                writer.writerow([op, name, f'{pure * 1e9:.0f}', '', ''])
 
 
 if __name__ == '__main__':
