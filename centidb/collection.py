@@ -47,14 +47,16 @@ class Record:
     the store still holds exactly what was read.
     """
 
-    __slots__ = ('coll', 'data', 'key', '_stored', '_entries')
+    __slots__ = ('coll', 'data', 'key', '_stored', '_entries', '_indexes')
 
-    def __init__(self, coll, data, key=None, _stored=None, _entries=None):
+    def __init__(self, coll, data, key=None, _stored=None, _entries=None,
+                 _indexes=None):
         self.coll = coll
         self.data = data
         self.key = key
         self._stored = _stored
-        self._entries = _entries
+        self._entries = _entries      # index entries of the stored version
+        self._indexes = _indexes      # the index set _entries was made for
 
     def __repr__(self):
         name = self.coll.name if self.coll is not None else None
@@ -77,8 +79,11 @@ def _as_key(value):
 
 
 def _check_query(reverse, max):
-    if max is not None and (type(max) is not int or max < 0):
-        raise ValueError(f'max must be a non-negative int or None, not {max!r}')
+    if max is not None:
+        if type(max) is not int:
+            raise TypeError(f'max must be an int or None, not {type(max).__name__!r}')
+        if max < 0:
+            raise ValueError(f'max must not be negative, got {max}')
 
 
 def _key_range(prefix_bytes, lo, hi, prefix, include):
@@ -155,9 +160,12 @@ class Collection:
         self._stored_indexes[index.name] = index.index_id
         self._unbound.discard(index.name)
 
-    def drop_index(self, name, txn=None):
-        """Delete the index `name` and all its entries from the store."""
-        self.store._drop_index(self, name, txn)
+    def drop_index(self, name):
+        """Delete the index `name` and all its entries from the store.
+
+        Like ``add_index``, this commits in a transaction of its own.
+        """
+        self.store._drop_index(self, name)
 
     def _check_writable(self):
         if self._unbound:
@@ -192,12 +200,6 @@ class Collection:
 
     # --- encoding ----------------------------------------------------------------
 
-    def _encode(self, data, packer):
-        if packer is None:
-            return self._packer_header + self.packer.pack(self._pack(data))
-        header = bytes([self.store._encoder_id(packer)])
-        return header + packer.pack(self._pack(data))
-
     def _decode(self, stored):
         packer = self.store._packers_by_id.get(stored[0])
         if packer is None:
@@ -229,15 +231,19 @@ class Collection:
         nothing is written and the exception propagates.
         """
         store = self.store
+        if packer is None:
+            header = self._packer_header
+        else:
+            header = bytes([store._encoder_id(packer)])
         if txn is None:
             current = store._current_write_txn()
             if current is None:
                 with store._begin_own(True) as own:
-                    return self._put(own, own.raw, rec, key, blind, packer)
+                    return self._put(own, own.raw, rec, key, blind, packer, header)
             txn = current
-        return self._put(txn, store._raw_txn(txn, True), rec, key, blind, packer)
+        return self._put(txn, store._raw_txn(txn, True), rec, key, blind, packer, header)
 
-    def _put(self, txn, raw, rec, key, blind, packer):
+    def _put(self, txn, raw, rec, key, blind, packer, header):
         if self._unbound:
             self._check_writable()
         old_record = None
@@ -248,7 +254,7 @@ class Collection:
             rec = rec.data
         data = rec
         # Everything user code can fail on runs before the first write.
-        value = self._encode(data, packer)
+        value = header + (packer or self.packer).pack(self._pack(data))
         index_heads = self._heads(self._indexes, data)
         if key is None:
             if self.key_func is not None:
@@ -264,7 +270,8 @@ class Collection:
         if not blind:
             old = raw.get(key_bytes)
             if old is not None:
-                if (old_record is not None and old_record._entries is not None
+                if (old_record is not None and old_record.coll is self
+                        and old_record._indexes is self._indexes
                         and old_record.key == key and old_record._stored == old):
                     old_entries = old_record._entries
                 else:
@@ -277,7 +284,7 @@ class Collection:
         raw.put(key_bytes, value)
         for entry in entries:
             raw.put(entry, _EMPTY)
-        return Record(self, data, key, value, entries)
+        return Record(self, data, key, value, entries, self._indexes)
 
     def delete(self, key, txn=None):
         """Delete the record under `key` (or a :class:`Record`'s key).
@@ -329,7 +336,7 @@ class Collection:
         data = self._decode(stored)
         if rec:
             entries = self._entries(data, self._entry_tail(key_bytes))
-            return Record(self, data, key, stored, entries)
+            return Record(self, data, key, stored, entries, self._indexes)
         return data
 
     def get_many(self, keys, default=None, txn=None):

@@ -38,7 +38,8 @@ Guarantees shared by every engine here:
 * After ``commit()`` or ``abort()`` a transaction raises ``TransactionError``
   on use (``abort()`` again is a harmless no-op). After ``close()`` every
   method of the engine, its transactions and its iterators raises
-  :class:`~centidb.errors.EngineClosedError`.
+  :class:`~centidb.errors.EngineClosedError`, except ``abort()`` of a
+  transaction, which ``close()`` already ended.
 * Keys are non-empty ``bytes`` and values are ``bytes``: anything else
   raises ``TypeError``, an empty key ``ValueError``. (Bounds may be ``b''``.)
 
@@ -327,12 +328,13 @@ class Transaction:
     def abort(self):
         """Discard the writes and end the transaction.
 
-        Aborting a transaction that already ended does nothing.
+        Aborting a transaction that already ended (also by the engine's
+        ``close()``) does nothing.
         """
-        if self.engine._closed:
-            raise self.engine._closed_error()
         if self._state is not _OPEN:
             return
+        if self.engine._closed:
+            raise self.engine._closed_error()
         try:
             self._abort()
         finally:

@@ -124,6 +124,8 @@ class Transaction:
         return self
 
     def __exit__(self, exc_type, exc, tb):
+        if self.raw is None:     # committed or aborted inside the block
+            return False
         if exc_type is None:
             self.commit()
         else:
@@ -231,8 +233,20 @@ class Store:
         return encoder
 
     def _encoder_id(self, encoder):
+        """The persistent id of `encoder`, registering it if needed.
+
+        Registering writes metadata in a transaction of its own, which is
+        impossible while this thread has a write transaction open: then an
+        unregistered encoder raises UnknownEncoderError.
+        """
+        if not isinstance(encoder, encodings.Encoder):
+            raise TypeError(f'expected an Encoder, not {type(encoder).__name__!r}')
         encoder_id = self._encoder_ids.get(encoder.name)
         if encoder_id is None or self._encoders.get(encoder.name) is not encoder:
+            if self._current_write_txn() is not None:
+                raise UnknownEncoderError(
+                    f'{encoder.name!r} is not registered with this store; call '
+                    f'store.add_encoder() with it before the write transaction')
             self.add_encoder(encoder)
             encoder_id = self._encoder_ids[encoder.name]
         return encoder_id
@@ -298,9 +312,9 @@ class Store:
     def _create_collection(self, name, encoder, packer, counter_name):
         encoder = encoder or self.default_encoder
         packer = packer or encodings.PLAIN_PACKER
+        self._encoder_id(encoder)
+        self._encoder_id(packer)
         with self._own_write_txn('creating a collection') as raw:
-            self._encoder_id(encoder)
-            self._encoder_id(packer)
             info = {
                 'id': self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True),
                 'encoder': encoder.name,
@@ -351,7 +365,7 @@ class Store:
         coll._bind(index)
         return index
 
-    def _drop_index(self, coll, name, txn):
+    def _drop_index(self, coll, name):
         self._check_open()
         if name not in coll._stored_indexes:
             raise KeyError(f'collection {coll.name!r} has no index {name!r}')

@@ -293,3 +293,65 @@ def test_reopen_from_disk(name, tmp_path):
     assert store.collection('log').put('two').key == (2,)
     assert store.count('hits', n=0) == 6
     store.close()
+
+
+# --- regressions ------------------------------------------------------------------
+
+def test_unregistered_custom_encoder_and_packer_register_themselves(store):
+    rev = encodings.Encoder('rev', lambda b: b[::-1], lambda b: b[::-1])
+    mine = encodings.Encoder('mine', lambda v: repr(v).encode(), lambda b: eval(b))
+    coll = store.collection('c', encoder=mine, packer=rev)
+    coll.put((1, 2))
+    zlib_coll = store.collection('z')
+    other = encodings.Encoder('other', lambda b: b[::-1], lambda b: b[::-1])
+    zlib_coll.put('x', packer=other)                 # no transaction open: registers
+    assert coll.get(1) == (1, 2) and zlib_coll.get(1) == 'x'
+    late = encodings.Encoder('late', lambda b: b, lambda b: b)
+    with store.begin(write=True) as txn:
+        with pytest.raises(errors.UnknownEncoderError, match='add_encoder'):
+            zlib_coll.put('y', packer=late, txn=txn)
+
+
+def test_record_read_before_an_index_was_added_updates_it(store):
+    coll = store.collection('c', key_func=lambda r: r['k'])
+    coll.put({'k': 1, 't': 'x'})
+    record = coll.get(1, rec=True)
+    index = coll.add_index('t', lambda r: r['t'])
+    record.data['t'] = 'y'
+    coll.put(record)
+    assert list(index.pairs()) == [(('y',), (1,))]
+
+
+def test_record_from_another_collection_does_not_skip_the_old_read(store):
+    a = store.collection('a', key_func=lambda r: r['k'])
+    b = store.collection('b', key_func=lambda r: r['k'])
+    index = b.add_index('t', lambda r: r['t'])
+    record = a.put({'k': 1, 't': 'x'})
+    b.put({'k': 1, 't': 'x'})
+    record.data = {'k': 1, 't': 'y'}
+    b.put(record)
+    assert list(index.pairs()) == [(('y',), (1,))]
+
+
+def test_ending_a_transaction_inside_its_block_is_fine(store):
+    coll = store.collection('c')
+    with store.begin(write=True) as txn:
+        coll.put('kept', txn=txn)
+        txn.commit()
+    with store.begin(write=True) as txn:
+        coll.put('dropped', txn=txn)
+        txn.abort()
+    assert list(coll.values()) == ['kept']
+
+
+def test_abort_and_iterators_after_close_do_not_raise(tmp_path):
+    store = centidb.open('LmdbEngine', path=str(tmp_path / 'db'))
+    coll = store.collection('c')
+    coll.put('a')
+    coll.put('b')
+    txn = store.begin()
+    iterator = coll.items()
+    next(iterator)
+    store.close()
+    txn.abort()          # already ended by close(): nothing to do
+    iterator.close()     # its read transaction too
