@@ -730,3 +730,43 @@ def unpacks_list(data, prefix=b''):
             elements.append(read_element(&r))
     keys.append(tuple(elements))
     return keys
+
+
+# --- document layer ------------------------------------------------------------
+
+cdef bytes pack_entry(object value, bytes prefix, bytes tail):
+    """One index entry: `value` as a key under `prefix`, then `tail`."""
+    cdef unsigned char stack[STACK_SIZE]
+    cdef Buf b
+    b.p = stack
+    b.n = 0
+    b.cap = STACK_SIZE
+    b.heap = False
+    try:
+        putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
+        if isinstance(value, tuple):
+            for element in <tuple>value:
+                put_element(&b, element)
+        else:
+            put_element(&b, value)
+        putn(&b, <const unsigned char *>PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
+        return PyBytes_FromStringAndSize(<char *>b.p, b.n)
+    finally:
+        if b.heap:
+            free(b.p)
+
+
+def index_entries(tuple specs, data, bytes tail):
+    """Mirrors centidb.collection.index_entries."""
+    cdef list entries = []
+    cdef bytes prefix
+    for func, prefix in specs:
+        result = func(data)
+        if result is None:
+            continue
+        if type(result) is list:
+            for item in <list>result:
+                entries.append(pack_entry(item, prefix, tail))
+        else:
+            entries.append(pack_entry(result, prefix, tail))
+    return entries

@@ -78,6 +78,38 @@ def _as_key(value):
     return tuple(value) if isinstance(value, tuple) else (value,)
 
 
+def index_entries(specs, data, tail):
+    """Return the index entry keys of one record.
+
+    `specs` is a tuple of ``(index function, index prefix)`` pairs. Each
+    function's result (``None``: nothing; a list: one tuple per element; a
+    tuple or bare value: one tuple) is packed under its prefix and followed
+    by `tail` (the separator and packed record key; ``b''`` gives just the
+    packed index tuples). The compiled twin ``_speedups.index_entries`` is
+    used when active and gives identical results.
+    """
+    entries = []
+    packs = keylib.packs
+    for func, prefix in specs:
+        result = func(data)
+        if result is None:
+            continue
+        if type(result) is list:
+            for item in result:
+                entries.append(packs(item if isinstance(item, tuple) else (item,), prefix)
+                               + tail)
+        else:
+            entries.append(packs(result if isinstance(result, tuple) else (result,), prefix)
+                           + tail)
+    return entries
+
+
+#: The pure-Python version, whichever is active (for parity tests).
+index_entries_python = index_entries
+if keylib.SPEEDUPS is not None:
+    index_entries = keylib.SPEEDUPS.index_entries
+
+
 def _check_query(reverse, max):
     if max is not None:
         if type(max) is not int:
@@ -120,6 +152,7 @@ class Collection:
         self.counter_name = info['counter']
         self.indices = {}
         self._indexes = ()  # bound Index objects, in the order added
+        self._index_specs = ()  # (func, prefix) of each, for index_entries()
         self._stored_indexes = dict(stored_indexes)  # name -> id
         self._unbound = set(stored_indexes)
         self._pack = encoder.pack
@@ -156,7 +189,7 @@ class Collection:
 
     def _bind(self, index):
         self.indices[index.name] = index
-        self._indexes = self._indexes + (index,)
+        self._set_indexes(self._indexes + (index,))
         self._stored_indexes[index.name] = index.index_id
         self._unbound.discard(index.name)
 
@@ -167,6 +200,10 @@ class Collection:
         """
         self.store._drop_index(self, name)
 
+    def _set_indexes(self, indexes):
+        self._indexes = indexes
+        self._index_specs = tuple((index.func, index.prefix) for index in indexes)
+
     def _check_writable(self):
         if self._unbound:
             names = ', '.join(sorted(self._unbound))
@@ -176,27 +213,13 @@ class Collection:
                 f'add_index() for each (or drop_index()) before writing, so '
                 f'the index does not go stale')
 
-    def _heads(self, indexes, data):
-        """Return the packed index tuples `indexes` give for `data`."""
-        heads = []
-        for index in indexes:
-            result = index.func(data)
-            if result is None:
-                continue
-            if type(result) is list:
-                for item in result:
-                    heads.append(keylib.packs(_as_key(item), index.prefix))
-            else:
-                heads.append(keylib.packs(_as_key(result), index.prefix))
-        return heads
-
     def _entry_tail(self, key_bytes):
         """What follows an index tuple in an entry: separator and record key."""
         return _ENTRY_SEP + key_bytes[len(self.prefix):]
 
     def _entries(self, data, entry_tail):
         """Return the index entry keys of a record (a list of bytes)."""
-        return [head + entry_tail for head in self._heads(self._indexes, data)]
+        return index_entries(self._index_specs, data, entry_tail)
 
     # --- encoding ----------------------------------------------------------------
 
@@ -255,18 +278,24 @@ class Collection:
         data = rec
         # Everything user code can fail on runs before the first write.
         value = header + (packer or self.packer).pack(self._pack(data))
-        index_heads = self._heads(self._indexes, data)
         if key is None:
             if self.key_func is not None:
                 key = self.key_func(data)
             elif self.txn_key_func is not None:
                 key = self.txn_key_func(txn, data)
-            else:
-                key = (self.store._count(raw, self.counter_name, 1, 1),)
-        key = _as_key(key)
-        key_bytes = keylib.packs(key, self.prefix)
-        entry_tail = _ENTRY_SEP + key_bytes[len(self.prefix):]
-        entries = [head + entry_tail for head in index_heads]
+        prefix = self.prefix
+        if key is not None:
+            key = _as_key(key)
+            key_bytes = keylib.packs(key, prefix)
+            entry_tail = _ENTRY_SEP + key_bytes[len(prefix):]
+            entries = index_entries(self._index_specs, data, entry_tail)
+        else:
+            # The counter moves only once all user code has succeeded.
+            heads = index_entries(self._index_specs, data, _EMPTY)
+            key = (self.store._count(raw, self.counter_name, 1, 1),)
+            key_bytes = keylib.packs(key, prefix)
+            entry_tail = _ENTRY_SEP + key_bytes[len(prefix):]
+            entries = [head + entry_tail for head in heads]
         if not blind:
             old = raw.get(key_bytes)
             if old is not None:

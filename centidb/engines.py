@@ -744,36 +744,66 @@ class _ListReadTransaction(Transaction):
 
 
 class _ListWriteTransaction(Transaction):
-    """Committed data as of ``begin()`` plus a SortedDict of pending writes."""
+    """Committed data as of ``begin()`` plus the pending writes."""
 
     def __init__(self, engine):
         super().__init__(engine, True)
         self._version = engine._version  # stable: writers are serialized
-        self._pending = SortedDict()
+        self._pending = {}               # key -> value or TOMBSTONE
+        self._sorted = None              # sorted copy, made on first iteration
 
-    def _get(self, key):
+    def get(self, key):
+        """Return the value stored under ``key``, or ``None``."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
         value = self._pending.get(key)
         if value is None:
             return self.engine._data.get(key)
         return None if value is TOMBSTONE else value
 
-    def _put(self, key, value):
+    def put(self, key, value):
+        """Store ``value`` under ``key``, replacing any previous value."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if type(value) is not bytes:
+            _not_bytes('value', value)
         self._pending[key] = value
+        if self._sorted is not None:
+            self._sorted[key] = value
+
+    def _get(self, key):
+        return self.get(key)
+
+    def _put(self, key, value):
+        self.put(key, value)
 
     def _delete(self, key):
         self._pending[key] = TOMBSTONE
+        if self._sorted is not None:
+            self._sorted[key] = TOMBSTONE
 
     def _items(self, lo, hi, reverse):
         base = self.engine._snapshot_items(self._version, lo, hi, reverse)
-        return merge_overlay(self._pending, base, lo, hi, reverse)
+        return merge_overlay(_sorted_pending(self), base, lo, hi, reverse)
 
     def _commit(self):
-        pending, self._pending = self._pending, None
+        pending, self._pending, self._sorted = self._pending, None, None
         if pending:
             self.engine._apply(pending)
 
     def _abort(self):
-        self._pending = None
+        self._pending = self._sorted = None
+
+
+def _sorted_pending(txn):
+    """The transaction's pending writes as a SortedDict (made once, then kept)."""
+    if txn._sorted is None:
+        txn._sorted = SortedDict(txn._pending)
+    return txn._sorted
 
 
 # --- PlyvelEngine ------------------------------------------------------------
@@ -880,47 +910,74 @@ class PlyvelEngine(Engine):
 
 
 class _PlyvelTransaction(Transaction):
-    """A plyvel snapshot, plus a SortedDict of pending writes if writing."""
+    """A plyvel snapshot; if writing, also a WriteBatch and the pending writes.
+
+    Writes go into the WriteBatch as they are made (commit just writes it)
+    and into a dict, so reads see them.
+    """
 
     def __init__(self, engine, write):
         super().__init__(engine, write)
         self._snapshot = engine._db.snapshot()
-        self._pending = SortedDict() if write else None
+        self._pending = {} if write else None   # key -> value or TOMBSTONE
+        self._sorted = None                      # made on first iteration
+        self._batch = engine._db.write_batch(sync=engine.sync) if write else None
 
-    def _get(self, key):
+    def get(self, key):
+        """Return the value stored under ``key``, or ``None``."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
         if self._pending:
             value = self._pending.get(key)
             if value is not None:
                 return None if value is TOMBSTONE else value
         return self._snapshot.get(key)
 
-    def _put(self, key, value):
+    def put(self, key, value):
+        """Store ``value`` under ``key``, replacing any previous value."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if self._batch is None:
+            raise TransactionError(
+                'put() in a read-only transaction; use begin(write=True)')
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if type(value) is not bytes:
+            _not_bytes('value', value)
+        self._batch.put(key, value)
         self._pending[key] = value
+        if self._sorted is not None:
+            self._sorted[key] = value
+
+    def _get(self, key):
+        return self.get(key)
+
+    def _put(self, key, value):
+        self.put(key, value)
 
     def _delete(self, key):
+        self._batch.delete(key)
         self._pending[key] = TOMBSTONE
+        if self._sorted is not None:
+            self._sorted[key] = TOMBSTONE
 
     def _items(self, lo, hi, reverse):
         base = _plyvel_items(self._snapshot, lo, hi, reverse)
         if self._pending is None:
             return base
-        return merge_overlay(self._pending, base, lo, hi, reverse)
+        return merge_overlay(_sorted_pending(self), base, lo, hi, reverse)
 
     def _commit(self):
         try:
             if self._pending:
-                batch = self.engine._db.write_batch(sync=self.engine.sync)
-                for key, value in self._pending.items():
-                    if value is TOMBSTONE:
-                        batch.delete(key)
-                    else:
-                        batch.put(key, value)
-                batch.write()
+                self._batch.write()
         finally:
             self._abort()
 
     def _abort(self):
-        self._pending = None
+        self._pending = self._sorted = self._batch = None
         self._snapshot.close()
 
 
@@ -1089,18 +1146,39 @@ class _LmdbTransaction(Transaction):
         self._txn = txn
         self._mutations = 0  # tells iterators to re-seek after a write
 
-    def _get(self, key):
+    def get(self, key):
+        """Return the value stored under ``key``, or ``None``."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
         try:
             return self._txn.get(key)
         except lmdb.BadValsizeError:
             return None  # too long to have been stored
 
-    def _put(self, key, value):
+    def put(self, key, value):
+        """Store ``value`` under ``key``, replacing any previous value."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if type(value) is not bytes:
+            _not_bytes('value', value)
         try:
             self._txn.put(key, value)
+        except lmdb.ReadonlyError:
+            raise TransactionError(
+                'put() in a read-only transaction; use begin(write=True)') from None
         except lmdb.Error as exc:
             self._fail(exc, key)
         self._mutations += 1
+
+    def _get(self, key):
+        return self.get(key)
+
+    def _put(self, key, value):
+        self.put(key, value)
 
     def _delete(self, key):
         try:

@@ -570,17 +570,18 @@ def available_implementations():
     return impls
 
 
-_twin = _load_speedups()
-if _twin is None:
+#: The active compiled twin module, or None: other layers take their
+#: compiled helpers from here, so this module alone decides.
+SPEEDUPS = _load_speedups()
+if SPEEDUPS is None:
     IMPL = 'python'
 else:
     IMPL = 'speedups'
     for _name in ('packs', 'unpacks', 'unpacks_list'):
-        _fast = getattr(_twin, _name)
+        _fast = getattr(SPEEDUPS, _name)
         try:
             _fast.__doc__ = getattr(PYTHON, _name).__doc__
         except (AttributeError, TypeError):
             pass
         globals()[_name] = _fast
     del _name, _fast
-del _twin

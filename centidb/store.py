@@ -27,7 +27,7 @@ import threading
 import weakref
 
 from centidb import encodings, keylib
-from centidb.collection import Collection, Index
+from centidb.collection import Collection, Index, index_entries
 from centidb.engines import Engine, get_engine_class
 from centidb.errors import (
     CorruptKeyError, EncoderMismatchError, EngineClosedError, StoreError,
@@ -359,9 +359,9 @@ class Store:
             index = Index(coll, name, index_id, func)
             lo, hi = keylib.prefix_range((), coll.prefix)
             for key_bytes, stored in list(raw.items(lo, hi)):
-                tail = coll._entry_tail(key_bytes)
-                for head in coll._heads((index,), coll._decode(stored)):
-                    raw.put(head + tail, b'')
+                for entry in index_entries(((func, index.prefix),), coll._decode(stored),
+                                           coll._entry_tail(key_bytes)):
+                    raw.put(entry, b'')
         coll._bind(index)
         return index
 
@@ -376,7 +376,7 @@ class Store:
                 raw.delete(key_bytes)
             raw.delete(_meta_key('index', coll.coll_id, name))
         coll.indices.pop(name, None)
-        coll._indexes = tuple(index for index in coll._indexes if index.name != name)
+        coll._set_indexes(tuple(index for index in coll._indexes if index.name != name))
         coll._stored_indexes.pop(name, None)
         coll._unbound.discard(name)
 
