@@ -27,7 +27,7 @@ Query parameters, shared by every iterating method and by ``count()``:
 Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
 """
 
-from centidb import keylib
+from centidb import encodings, keylib
 from centidb.errors import IndexNotAddedError, StoreError
 from centidb.keyformat import KEY_SEP
 
@@ -158,6 +158,7 @@ class Collection:
         self._pack = encoder.pack
         self._unpack = encoder.unpack
         self._packer_header = bytes([store._encoder_id(packer)])
+        self._plain_id = store._encoder_id(encodings.PLAIN_PACKER)
 
     def __repr__(self):
         return f'<Collection {self.name!r} of {self.store!r}>'
@@ -224,6 +225,8 @@ class Collection:
     # --- encoding ----------------------------------------------------------------
 
     def _decode(self, stored):
+        if stored[0] == self._plain_id:
+            return self._unpack(stored[1:])
         packer = self.store._packers_by_id.get(stored[0])
         if packer is None:
             raise self.store._unknown_packer(stored[0], self.name)

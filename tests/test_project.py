@@ -37,3 +37,11 @@ def test_active_implementation_matches_environment():
     if os.environ.get('CENTIDB_REQUIRE_SPEEDUPS', '').strip() not in ('', '0'):
         assert keylib.IMPL == 'speedups'
     assert keylib.IMPL in ('python', 'speedups')
+
+
+def test_readme_example_runs(tmp_path, capsys):
+    example = re.findall(r'```python\n(.*?)```', read('README.md'), re.S)[0]
+    example = example.replace('/tmp/example.lmdb', str(tmp_path / 'example.lmdb'))
+    exec(compile(example, 'README.md', 'exec'), {})
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1:] == ["[('smith', 'ann')]", 'dee', "[(('ops',), ('smith', 'ann'))]"]
