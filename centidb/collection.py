@@ -27,7 +27,7 @@ Query parameters, shared by every iterating method and by ``count()``:
 Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
 """
 
-from centidb import encodings, keylib
+from centidb import batches, encodings, keylib
 from centidb.errors import IndexNotAddedError, StoreError
 from centidb.keyformat import KEY_SEP
 
@@ -159,6 +159,12 @@ class Collection:
         self._unpack = encoder.unpack
         self._packer_header = bytes([store._encoder_id(packer)])
         self._plain_id = store._encoder_id(encodings.PLAIN_PACKER)
+        self._plain_header = bytes([self._plain_id])
+        self._end = keylib.next_prefix(self.prefix)
+        self._info = info
+        # Once a collection holds batches, reads that miss and every write
+        # look for a batch covering the key (see centidb.batches).
+        self._batched = bool(info.get('batched'))
 
     def __repr__(self):
         return f'<Collection {self.name!r} of {self.store!r}>'
@@ -299,8 +305,9 @@ class Collection:
             key_bytes = keylib.packs(key, prefix)
             entry_tail = _ENTRY_SEP + key_bytes[len(prefix):]
             entries = [head + entry_tail for head in heads]
+        batched_old = self._split_batch(raw, key_bytes) if self._batched else None
         if not blind:
-            old = raw.get(key_bytes)
+            old = raw.get(key_bytes) if batched_old is None else batched_old
             if old is not None:
                 if (old_record is not None and old_record.coll is self
                         and old_record._indexes is self._indexes
@@ -334,13 +341,238 @@ class Collection:
         key_bytes = keylib.packs(key, self.prefix)
         old = raw.get(key_bytes)
         if old is None:
-            return None
+            if not self._batched:
+                return None
+            old = self._split_batch(raw, key_bytes, rejoin=True)
+            if old is None:
+                return None
         data = self._decode(old)
         entries = self._entries(data, self._entry_tail(key_bytes))
         for entry in entries:
             raw.delete(entry)
         raw.delete(key_bytes)
         return Record(self, data, key)
+
+    # --- batches -------------------------------------------------------------
+
+    def batch(self, lo=None, hi=None, prefix=None, max_recs=None, max_bytes=None,
+              packer=encodings.ZLIB_PACKER, txn=None):
+        """Store runs of adjacent records in the range as compressed batches.
+
+        Every record in the range (query parameters as for :meth:`items`) is
+        rewritten into batches of at most `max_recs` records and at most
+        `max_bytes` bytes of keys and encoded values (a record larger than
+        `max_bytes` makes a batch by itself), each compressed with `packer`
+        as one value. Batches that straddle the range ends are rewritten
+        whole. Reads and writes keep working on batched records; index
+        entries are unchanged. Returns ``(records found, batches made, last
+        key)`` where `last key` is the key of the last record rewritten (or
+        ``None``), so a long range can be batched in pieces.
+
+        The whole range is held in memory while it is rewritten.
+        """
+        limits = {'max_recs': (max_recs, batches.MAX_MEMBERS),
+                  'max_bytes': (max_bytes, batches.MAX_VALUE_BYTES)}
+        for name, (value, limit) in limits.items():
+            if value is None:
+                continue
+            if type(value) is not int:
+                raise TypeError(f'{name} must be an int or None, not {type(value).__name__!r}')
+            if not 1 <= value <= limit:
+                raise ValueError(f'{name}={value} is outside what the batch format '
+                                 f'can hold: 1 to {limit}')
+        packer_id = self.store._encoder_id(packer)
+        lo_bytes, hi_bytes = _key_range(self.prefix, lo, hi, prefix, False)
+        return self.store._run(txn, True, self._batch, lo_bytes, hi_bytes,
+                               max_recs or batches.MAX_MEMBERS, max_bytes, packer_id, packer)
+
+    def _batch(self, txn, raw, lo_bytes, hi_bytes, max_recs, max_bytes, packer_id, packer):
+        if self._unbound:
+            self._check_writable()
+        records, physical = self._collect_for_batching(raw, lo_bytes, hi_bytes)
+        for key_bytes in physical:
+            raw.delete(key_bytes)
+        made = 0
+        run, run_bytes = [], 0
+        start = len(self.prefix)
+        for key_bytes, stored in records:
+            member = (key_bytes[start:], self._decode_raw(stored))
+            size = len(member[0]) + len(member[1])
+            if len(member[0]) > batches.MAX_KEY_BYTES:
+                made += self._write_run(raw, run, packer_id, packer, plain_single=False)
+                run, run_bytes = [], 0
+                raw.put(key_bytes, stored)      # too long to batch: stays plain
+                continue
+            if run and (len(run) >= max_recs
+                        or (max_bytes is not None and run_bytes + size > max_bytes)):
+                made += self._write_run(raw, run, packer_id, packer, plain_single=False)
+                run, run_bytes = [], 0
+            run.append(member)
+            run_bytes += size
+        made += self._write_run(raw, run, packer_id, packer, plain_single=False)
+        if not self._info.get('batched'):
+            self._info = dict(self._info, batched=True)
+            self.store._save_collection_info(raw, self.name, self._info)
+        self._batched = True
+        last = keylib.unpacks(records[-1][0], self.prefix) if records else None
+        return len(records), made, last
+
+    def _collect_for_batching(self, raw, lo_bytes, hi_bytes):
+        """Records in range (whole batches at the ends) and their physical keys."""
+        records, physical = [], []
+        for key_bytes, stored in raw.items(lo_bytes, self._end):
+            if stored[0] & batches.BATCH_FLAG:
+                members = self._members(stored)
+                if members[0][0] >= hi_bytes:
+                    break
+                records.extend(members)
+                physical.append(key_bytes)
+                if key_bytes >= hi_bytes:
+                    break
+            else:
+                if key_bytes >= hi_bytes:
+                    break
+                records.append((key_bytes, stored))
+                physical.append(key_bytes)
+        return records, physical
+
+    def _write_run(self, raw, run, packer_id, packer, plain_single=True):
+        """Write `run` (``(packed key, encoded value)`` pairs) as a batch.
+
+        Returns 1 if a batch was written. An empty run writes nothing; with
+        `plain_single` a lone record is written back as a plain record.
+        """
+        if not run:
+            return 0
+        if plain_single and len(run) == 1:
+            key, value = run[0]
+            raw.put(self.prefix + key, self._plain_header + value)
+            return 0
+        raw.put(batches.batch_key(self.prefix, run),
+                batches.encode_batch(packer_id, packer, run))
+        return 1
+
+    def _members(self, stored):
+        """The members of a stored batch as ``(key bytes, stored value)``."""
+        packer_id = batches.batch_packer_id(stored)
+        packer = self.store._packers_by_id.get(packer_id)
+        if packer is None:
+            raise self.store._unknown_packer(packer_id, self.name)
+        prefix, header = self.prefix, self._plain_header
+        return [(prefix + key, header + value)
+                for key, value in batches.decode_batch(stored, packer, self.name)]
+
+    def _covering_batch(self, raw, key_bytes):
+        """The batch whose key range holds `key_bytes`: (physical key, stored) or None."""
+        found = None
+        items = raw.items(key_bytes, self._end)
+        try:
+            for physical_key, stored in items:
+                if stored[0] & batches.BATCH_FLAG:
+                    last, first = keylib.unpacks_list(physical_key, self.prefix)
+                    if keylib.packs(first, self.prefix) <= key_bytes:
+                        found = physical_key, stored
+                break
+        finally:
+            items.close()
+        return found
+
+    def _split_batch(self, raw, key_bytes, rejoin=False):
+        """Take `key_bytes` out of the batch covering it; return its stored value.
+
+        The members below and above the key are written back as two batches
+        (so a new record can go between them), or as one with `rejoin`; a
+        lone member becomes a plain record. Returns None if no batch covers
+        the key or the key is not a member.
+        """
+        found = self._covering_batch(raw, key_bytes)
+        if found is None:
+            return None
+        physical_key, stored = found
+        packer_id = batches.batch_packer_id(stored)
+        packer = self.store._packers_by_id[packer_id]
+        raw.delete(physical_key)
+        start = len(self.prefix)
+        below, above, old = [], [], None
+        for member_key, member_stored in self._members(stored):
+            if member_key < key_bytes:
+                below.append((member_key[start:], member_stored[1:]))
+            elif member_key > key_bytes:
+                above.append((member_key[start:], member_stored[1:]))
+            else:
+                old = member_stored
+        if rejoin:
+            self._write_run(raw, below + above, packer_id, packer)
+        else:
+            self._write_run(raw, below, packer_id, packer)
+            self._write_run(raw, above, packer_id, packer)
+        return old
+
+    def _get_stored(self, raw, key_bytes):
+        """The stored value of a record, plain or inside a batch, or None."""
+        stored = raw.get(key_bytes)
+        if stored is None and self._batched:
+            found = self._covering_batch(raw, key_bytes)
+            if found is not None:
+                for member_key, member_stored in self._members(found[1]):
+                    if member_key == key_bytes:
+                        return member_stored
+        return stored
+
+    def _get_stored_in(self, txn, raw, key_bytes):
+        return self._get_stored(raw, key_bytes)
+
+    def _get_stored_many(self, txn, raw, packed):
+        return [self._get_stored(raw, key_bytes) for key_bytes in packed]
+
+    def _logical_items(self, raw, lo, hi, reverse):
+        """Iterate ``(key bytes, stored)`` in [lo, hi), batch members expanded."""
+        if not self._batched:
+            return raw.items(lo, hi, reverse)
+        if reverse:
+            return self._logical_reverse(raw, lo, hi)
+        return self._logical_forward(raw, lo, hi)
+
+    def _logical_forward(self, raw, lo, hi):
+        # A batch sits at its highest member, so the first one at or past hi
+        # may still hold members below hi.
+        for key_bytes, stored in raw.items(lo, self._end):
+            if stored[0] & batches.BATCH_FLAG:
+                for member_key, member_stored in self._members(stored):
+                    if member_key >= hi:
+                        return
+                    if member_key >= lo:
+                        yield member_key, member_stored
+            elif key_bytes >= hi:
+                return
+            else:
+                yield key_bytes, stored
+
+    def _logical_reverse(self, raw, lo, hi):
+        straddling = None
+        items = raw.items(hi, self._end)
+        try:
+            for key_bytes, stored in items:
+                if stored[0] & batches.BATCH_FLAG:
+                    straddling = self._members(stored)
+                break
+        finally:
+            items.close()
+        if straddling:
+            for member_key, member_stored in reversed(straddling):
+                if member_key < lo:
+                    return
+                if member_key < hi:
+                    yield member_key, member_stored
+        for key_bytes, stored in raw.items(lo, hi, True):
+            if stored[0] & batches.BATCH_FLAG:
+                for member_key, member_stored in reversed(self._members(stored)):
+                    if member_key < lo:
+                        return
+                    if member_key < hi:
+                        yield member_key, member_stored
+            else:
+                yield key_bytes, stored
 
     # --- reading -------------------------------------------------------------
 
@@ -353,7 +585,9 @@ class Collection:
         key = _as_key(key)
         key_bytes = keylib.packs(key, self.prefix)
         store = self.store
-        if txn is None:
+        if self._batched:
+            stored = store._run(txn, False, self._get_stored_in, key_bytes)
+        elif txn is None:
             txn = store._current_write_txn()
             if txn is None:
                 stored = store.engine.get(key_bytes)
@@ -374,14 +608,15 @@ class Collection:
     def get_many(self, keys, default=None, txn=None):
         """Return a list with the value of each key in `keys` (or `default`)."""
         packed = [keylib.packs(_as_key(key), self.prefix) for key in keys]
-        stored = self.store._run(txn, False, _get_stored_many, packed)
+        stored = self.store._run(txn, False, self._get_stored_many, packed)
         decode = self._decode
         return [default if value is None else decode(value) for value in stored]
 
     def _iter(self, txn, lo, hi, prefix, reverse, max, include):
         _check_query(reverse, max)
         lo_bytes, hi_bytes = _key_range(self.prefix, lo, hi, prefix, include)
-        return self.store._iterate(txn, lo_bytes, hi_bytes, reverse, max)
+        return self.store._iterate(txn, lo_bytes, hi_bytes, reverse, max,
+                                   self._logical_items)
 
     def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
@@ -432,10 +667,6 @@ def _decoded_keys(pairs, start):
 def _decoded_values(pairs, decode):
     for _, stored in pairs:
         yield decode(stored)
-
-
-def _get_stored_many(txn, raw, packed):
-    return [raw.get(key_bytes) for key_bytes in packed]
 
 
 class Index:
@@ -519,7 +750,7 @@ class Index:
 
 
 def _fetch(raw, coll, key):
-    stored = raw.get(keylib.packs(key, coll.prefix))
+    stored = coll._get_stored(raw, keylib.packs(key, coll.prefix))
     if stored is None:
         raise StoreError(
             f'index of collection {coll.name!r} points at missing record '

@@ -84,3 +84,7 @@ class IndexNotAddedError(StoreError):
     Writing would leave that index stale, so writes are refused until the
     index is added again (or dropped with ``drop_index()``).
     """
+
+
+class CorruptRecordError(StoreError, ValueError):
+    """A stored record or batch is malformed and cannot be decoded."""

@@ -352,6 +352,9 @@ class Store:
                 f'it, or pass it to collection()')
         return encoder
 
+    def _save_collection_info(self, raw, name, info):
+        raw.put(_meta_key('collection', name), _dump(info))
+
     def _create_index(self, coll, name, func):
         with self._lock, self._own_write_txn('add_index()') as raw:
             index_id = self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True)
@@ -482,12 +485,12 @@ class Store:
                 return result
         return func(txn, self._raw_txn(txn, write), *args)
 
-    def _iterate(self, txn, lo, hi, reverse, max):
-        """Iterate engine ``(key, value)`` pairs in [lo, hi) within a txn."""
+    def _iterate(self, txn, lo, hi, reverse, max, source):
+        """Iterate ``source(raw txn, lo, hi, reverse)`` within a transaction."""
         raw = None if txn is None else self._raw_txn(txn, False)
-        return self._iterate_raw(raw, lo, hi, reverse, max)
+        return self._iterate_raw(raw, lo, hi, reverse, max, source)
 
-    def _iterate_raw(self, raw, lo, hi, reverse, max):
+    def _iterate_raw(self, raw, lo, hi, reverse, max, source):
         own = None
         if raw is None:
             current = self._current_write_txn()
@@ -497,7 +500,7 @@ class Store:
             else:
                 raw = current.raw
         try:
-            items = raw.items(lo, hi, reverse)
+            items = source(raw, lo, hi, reverse)
             if max is not None:
                 items = itertools.islice(items, max)
             yield from items

@@ -20,7 +20,7 @@ from hypothesis.stateful import (
 )
 
 import centidb
-from centidb import keylib
+from centidb import encodings, keylib
 
 # Strings that are prefixes of one another exercise prefix queries.
 KEYS = [(s, n) for s in ('', 'a', 'ab', 'b') for n in (-1, 0, 1)]
@@ -128,10 +128,20 @@ class CollectionMachine(RuleBasedStateMachine):
         self.directory = Path(tempfile.mkdtemp(prefix='centidb-stateful-'))
         self.store = centidb.open(self.ENGINE,
                                   **ENGINE_OPTIONS[self.ENGINE](self.directory))
+        self._open_collections()
+        self.model = {}
+        # Neighbouring collections (created before and after 'docs', so their
+        # prefixes surround it) that batch() must never touch.
+        for name, coll in self.neighbours.items():
+            for n in range(3):
+                coll.put({'n': n, 'of': name})
+
+    def _open_collections(self):
+        self.neighbours = {'before': self.store.collection('before', key_func=lambda r: r['n'])}
         self.coll = self.store.collection('docs', key_func=key_of)
+        self.neighbours['after'] = self.store.collection('after', key_func=lambda r: r['n'])
         self.tags = self.coll.add_index('tags', tags_of)
         self.value = self.coll.add_index('value', value_of)
-        self.model = {}
 
     def teardown(self):
         self.store.close()
@@ -295,6 +305,44 @@ class CollectionMachine(RuleBasedStateMachine):
         assert index.count(**query) == len(expected)
 
     # --- invariant ------------------------------------------------------------------
+
+    # --- batches and reopening ------------------------------------------------
+
+    @rule(lo=st.sampled_from(COLL_BOUNDS), hi=st.sampled_from(COLL_BOUNDS),
+          prefix=st.sampled_from(COLL_PREFIXES),
+          max_recs=st.sampled_from([None, 1, 2, 3, 5]),
+          max_bytes=st.sampled_from([None, 1, 60, 500]),
+          packer=st.sampled_from([p for p in (encodings.ZLIB_PACKER, encodings.PLAIN_PACKER,
+                                              encodings.LZ4_PACKER) if p is not None]))
+    def batch(self, lo, hi, prefix, max_recs, max_bytes, packer):
+        in_range = [key for key in self.model
+                    if matches(keylib.packs(key), lo, hi, prefix, False)]
+        found, made, last = self.coll.batch(lo=lo, hi=hi, prefix=prefix, max_recs=max_recs,
+                                            max_bytes=max_bytes, packer=packer)
+        assert found >= len(in_range)
+        assert made <= found and (made > 0) == (found > 0)
+        if in_range:
+            assert keylib.packs(last) >= max(keylib.packs(key) for key in in_range)
+
+    @rule(max_recs=st.sampled_from([None, 2, 3]))
+    def batch_everything(self, max_recs):
+        found, made, last = self.coll.batch(max_recs=max_recs)
+        assert found == len(self.model)
+        if self.model:
+            assert last == max(self.model, key=keylib.packs)
+            assert made == -(-found // (max_recs or found))
+
+    @precondition(lambda self: self.ENGINE != 'ListEngine')
+    @rule()
+    def reopen(self):
+        self.store.close()
+        self.store = centidb.open(self.ENGINE, **ENGINE_OPTIONS[self.ENGINE](self.directory))
+        self._open_collections()
+
+    @invariant()
+    def neighbours_untouched(self):
+        for name, coll in self.neighbours.items():
+            assert list(coll.items()) == [((n,), {'n': n, 'of': name}) for n in range(3)]
 
     @invariant()
     def matches_model(self):
