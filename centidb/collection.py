@@ -28,7 +28,7 @@ Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
 """
 
 from centidb import batches, encodings, keylib
-from centidb.errors import IndexNotAddedError, StoreError
+from centidb.errors import IndexInconsistentError, IndexNotAddedError
 from centidb.keyformat import KEY_SEP
 
 __all__ = ['Collection', 'Index', 'Record']
@@ -157,6 +157,9 @@ class Collection:
         self._unbound = set(stored_indexes)
         self._pack = encoder.pack
         self._unpack = encoder.unpack
+        # Index functions must see what readers will see: with an inexact
+        # encoder, put() indexes the decoded form of what it stores.
+        self._exact = encoder.exact
         self._packer_header = bytes([store._encoder_id(packer)])
         self._plain_id = store._encoder_id(encodings.PLAIN_PACKER)
         self._plain_header = bytes([self._plain_id])
@@ -185,14 +188,7 @@ class Collection:
             raise TypeError(f'index name must be a non-empty str, not {name!r}')
         if not callable(func):
             raise TypeError(f'index function for {name!r} must be callable')
-        if name in self.indices:
-            raise ValueError(f'index {name!r} was already added to collection '
-                             f'{self.name!r} in this session')
-        if name in self._stored_indexes:
-            index = Index(self, name, self._stored_indexes[name], func)
-            self._bind(index)
-            return index
-        return self.store._create_index(self, name, func)
+        return self.store._add_index(self, name, func)
 
     def _bind(self, index):
         self.indices[index.name] = index
@@ -286,25 +282,30 @@ class Collection:
             rec = rec.data
         data = rec
         # Everything user code can fail on runs before the first write.
-        value = header + (packer or self.packer).pack(self._pack(data))
+        encoded = self._pack(data)
+        value = header + (packer or self.packer).pack(encoded)
+        indexed = data if self._exact else self._unpack(encoded)
         if key is None:
             if self.key_func is not None:
-                key = self.key_func(data)
+                key = _as_key(self.key_func(data))
             elif self.txn_key_func is not None:
-                key = self.txn_key_func(txn, data)
+                key = _as_key(self.txn_key_func(txn, data))
         prefix = self.prefix
         if key is not None:
             key = _as_key(key)
             key_bytes = keylib.packs(key, prefix)
             entry_tail = _ENTRY_SEP + key_bytes[len(prefix):]
-            entries = index_entries(self._index_specs, data, entry_tail)
+            entries = index_entries(self._index_specs, indexed, entry_tail)
         else:
             # The counter moves only once all user code has succeeded.
-            heads = index_entries(self._index_specs, data, _EMPTY)
+            heads = index_entries(self._index_specs, indexed, _EMPTY)
             key = (self.store._count(raw, self.counter_name, 1, 1),)
             key_bytes = keylib.packs(key, prefix)
             entry_tail = _ENTRY_SEP + key_bytes[len(prefix):]
             entries = [head + entry_tail for head in heads]
+        limit = self.store.engine.max_key_size
+        if limit is not None:
+            self._check_key_sizes(key, key_bytes, entries, limit)
         batched_old = self._split_batch(raw, key_bytes) if self._batched else None
         if not blind:
             old = raw.get(key_bytes) if batched_old is None else batched_old
@@ -325,6 +326,19 @@ class Collection:
             raw.put(entry, _EMPTY)
         return Record(self, data, key, value, entries, self._indexes)
 
+    def _check_key_sizes(self, key, key_bytes, entries, limit):
+        """Refuse, before writing anything, keys the engine cannot store."""
+        if len(key_bytes) > limit:
+            raise ValueError(f'key {key!r} of collection {self.name!r} packs to '
+                             f'{len(key_bytes)} bytes; the engine stores at most {limit}')
+        for entry in entries:
+            if len(entry) > limit:
+                index = next(index for index in self._indexes
+                             if entry.startswith(index.prefix))
+                raise ValueError(
+                    f'index {index.name!r} entry for key {key!r} packs to '
+                    f'{len(entry)} bytes; the engine stores at most {limit}')
+
     def delete(self, key, txn=None):
         """Delete the record under `key` (or a :class:`Record`'s key).
 
@@ -332,6 +346,8 @@ class Collection:
         or ``None`` if there was no such record.
         """
         if type(key) is Record:
+            if key.key is None:
+                raise ValueError('this Record was never stored, so it has no key to delete')
             key = key.key
         return self.store._run(txn, True, self._delete, _as_key(key))
 
@@ -752,7 +768,7 @@ class Index:
 def _fetch(raw, coll, key):
     stored = coll._get_stored(raw, keylib.packs(key, coll.prefix))
     if stored is None:
-        raise StoreError(
+        raise IndexInconsistentError(
             f'index of collection {coll.name!r} points at missing record '
             f'{key!r}: the index is inconsistent (was a blind put used on an '
             f'existing key, or an index function changed?)')

@@ -10,13 +10,20 @@ written.
 Built in:
 
 * :func:`make_msgpack_encoder` (the default for collections): safe for
-  files from untrusted sources. msgpack has no tuple type, so **tuples come
-  back as lists**; ``bytes`` stay ``bytes``; map keys may be any msgpack
-  value.
+  files from untrusted sources. ``None``, bools, ints, floats, ``str``,
+  ``bytes``, lists, dicts (any msgpack keys) and **tuples** come back as
+  they went in: tuples are stored as msgpack extension type 1 holding an
+  array, so other msgpack readers see them as that extension. Subclasses
+  come back as their base type.
 * :func:`make_json_encoder`: UTF-8 JSON. Tuples come back as lists, dict
   keys must be strings, and ``bytes`` cannot be stored.
 * :data:`PICKLE_ENCODER`: any picklable object, tuples included. **Opt-in
   only**: unpickling data from an untrusted file can run arbitrary code.
+
+An encoder whose ``exact`` flag is false (JSON, and custom encoders unless
+they say otherwise) may give back a different value than it was given, so a
+collection using one runs index functions on the decoded record, exactly as
+a later update or delete will see it.
 * Packers: :data:`PLAIN_PACKER` (no compression), :data:`ZLIB_PACKER`, and
   :data:`LZ4_PACKER`, :data:`ZSTD_PACKER`, :data:`SNAPPY_PACKER` when the
   ``lz4``, ``zstandard`` or ``python-snappy`` package is installed (else
@@ -44,9 +51,9 @@ class Encoder:
     encoders and for packers (compressors), which map bytes to bytes.
     """
 
-    __slots__ = ('name', 'pack', 'unpack')
+    __slots__ = ('name', 'pack', 'unpack', 'exact')
 
-    def __init__(self, name, pack, unpack):
+    def __init__(self, name, pack, unpack, exact=False):
         if not isinstance(name, str) or not name:
             raise TypeError(f'Encoder name must be a non-empty str, not {name!r}')
         if not callable(pack) or not callable(unpack):
@@ -54,27 +61,55 @@ class Encoder:
         self.name = name
         self.pack = pack
         self.unpack = unpack
+        #: True if unpack(pack(value)) always equals value (for the values
+        #: index functions look at). Lets put() skip decoding its own output.
+        self.exact = bool(exact)
 
     def __repr__(self):
         return f'<Encoder {self.name!r}>'
 
 
-def make_msgpack_encoder():
-    """Return the msgpack encoder (named ``'msgpack'``).
+_TUPLE_EXT = 1
 
-    Strings decode as ``str`` and bytes as ``bytes``; tuples decode as lists.
-    """
+
+def _msgpack_default(value):
+    """Pack what strict msgpack types refuse: tuples, and subclasses."""
+    if isinstance(value, tuple):
+        return msgpack.ExtType(_TUPLE_EXT, _msgpack_packb(list(value)))
+    for base in (dict, list, str, bytes, bool, int, float):
+        if isinstance(value, base):
+            return base(value)
+    raise TypeError(f'msgpack encoder cannot store {type(value).__name__!r} values')
+
+
+def _msgpack_ext(code, data):
+    if code == _TUPLE_EXT:
+        return tuple(_msgpack_unpackb(data))
+    return msgpack.ExtType(code, data)
+
+
+def _msgpack_packb(value):
+    return msgpack.packb(value, use_bin_type=True, strict_types=True,
+                         default=_msgpack_default)
+
+
+_msgpack_unpackb = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False,
+                                     ext_hook=_msgpack_ext)
+
+
+def make_msgpack_encoder():
+    """Return the msgpack encoder (named ``'msgpack'``); tuples round-trip."""
     local = threading.local()  # a Packer is not thread-safe; reuse one per thread
 
     def pack(value):
         try:
             packer = local.packer
         except AttributeError:
-            packer = local.packer = msgpack.Packer(use_bin_type=True)
+            packer = local.packer = msgpack.Packer(
+                use_bin_type=True, strict_types=True, default=_msgpack_default)
         return packer.pack(value)
 
-    return Encoder('msgpack', pack, functools.partial(
-        msgpack.unpackb, raw=False, strict_map_key=False))
+    return Encoder('msgpack', pack, _msgpack_unpackb, exact=True)
 
 
 def make_json_encoder():
@@ -89,7 +124,7 @@ def _pickle_dumps(value):
 
 
 #: Encodes any picklable value. Never use it on files you did not write.
-PICKLE_ENCODER = Encoder('pickle', _pickle_dumps, pickle.loads)
+PICKLE_ENCODER = Encoder('pickle', _pickle_dumps, pickle.loads, exact=True)
 
 
 def _identity(data):

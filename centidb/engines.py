@@ -418,6 +418,9 @@ class Engine:
     as auto-commit transactions through :meth:`begin`.
     """
 
+    #: Longest key the engine can store, in bytes (None: no limit).
+    max_key_size = None
+
     def __init__(self):
         self._closed = False
         self._write_lock = threading.Lock()
@@ -1066,6 +1069,12 @@ class LmdbEngine(Engine):
             self._active += 1
         try:
             txn = self._env.begin(write=write, buffers=False)
+        except lmdb.ReadersFullError as exc:
+            self._release_active()
+            raise EngineError(
+                f'too many read transactions open on LMDB database {self.path!r} '
+                f'(max_readers={self._env.info()["max_readers"]}): close unfinished '
+                f'iterators, or reopen with a larger max_readers=') from exc
         except BaseException:
             self._release_active()
             raise
@@ -1316,6 +1325,7 @@ class WrapperEngine(Engine):
                 f'inner must be an Engine, not {type(inner).__name__}')
         super().__init__()
         self.inner = inner
+        self.max_key_size = inner.max_key_size
 
     def _describe(self):
         return f'{type(self).__name__}({self.inner._describe()})'

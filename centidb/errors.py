@@ -78,7 +78,7 @@ class UnknownEncoderError(StoreError, LookupError):
     """
 
 
-class IndexNotAddedError(StoreError):
+class IndexNotAddedError(StoreError, RuntimeError):
     """A collection's stored index was not re-added with ``add_index()``.
 
     Writing would leave that index stale, so writes are refused until the
@@ -88,3 +88,11 @@ class IndexNotAddedError(StoreError):
 
 class CorruptRecordError(StoreError, ValueError):
     """A stored record or batch is malformed and cannot be decoded."""
+
+
+class IndexInconsistentError(StoreError, LookupError):
+    """An index entry points at a record that does not exist.
+
+    This happens only after a broken promise: a ``blind=True`` put over an
+    existing key, or an index function changed between sessions.
+    """

@@ -30,7 +30,7 @@ from centidb import encodings, keylib
 from centidb.collection import Collection, Index, index_entries
 from centidb.engines import Engine, get_engine_class
 from centidb.errors import (
-    CorruptKeyError, EncoderMismatchError, EngineClosedError, StoreError,
+    CorruptKeyError, EncoderMismatchError, EngineClosedError,
     StoreFormatError, TransactionError, UnknownEncoderError,
 )
 
@@ -99,8 +99,10 @@ class Transaction:
 
     def _end(self):
         self.raw = None
-        if self.write and self.store._current_write_txn() is self:
-            self.store._local.txn = None
+        if self.write:
+            ref = getattr(self.store._local, 'txn', None)
+            if ref is not None and ref() is self:
+                self.store._local.txn = None
 
     def commit(self):
         """Make the writes permanent and end the transaction."""
@@ -165,6 +167,7 @@ class Store:
                                                 'version': FORMAT_VERSION}))
                 for enc in missing:
                     self._persist_encoder_id(raw, enc.name)
+        self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
         for enc in encodings.BUILTIN_ENCODERS:
             self._encoders[enc.name] = enc
             self._packers_by_id[self._encoder_ids[enc.name]] = enc
@@ -208,7 +211,7 @@ class Store:
     def _persist_encoder_id(self, raw, name):
         encoder_id = self._count(raw, (_META, 'sys', _ENCODER_COUNTER), 1, 1, meta=True)
         if encoder_id > _MAX_ENCODER_ID:
-            raise StoreError(f'too many encoders and packers: at most {_MAX_ENCODER_ID}')
+            raise ValueError(f'too many encoders and packers: at most {_MAX_ENCODER_ID}')
         raw.put(_meta_key('encoder', name), _dump({'id': encoder_id}))
         self._encoder_ids[name] = encoder_id
         self._encoder_names[encoder_id] = name
@@ -219,37 +222,46 @@ class Store:
 
         Its name gets a persistent id the first time, kept across reopens.
         After reopening a store, register custom encoders again before
-        reading records written with them.
+        reading records written with them. The names of the built-in
+        encoders and packers are reserved: adding an encoder with one of
+        them keeps the built-in.
         """
         self._check_open()
         if not isinstance(encoder, encodings.Encoder):
             raise TypeError(f'add_encoder needs an Encoder, not {type(encoder).__name__!r}')
+        name = encoder.name
+        if name not in self._encoder_ids:
+            # A new name needs its id written; the writer lock comes first.
+            with self._own_write_txn('add_encoder()') as raw:
+                with self._lock:
+                    if name not in self._encoder_ids:
+                        self._persist_encoder_id(raw, name)
         with self._lock:
-            if encoder.name not in self._encoder_ids:
-                with self._own_write_txn('add_encoder()') as raw:
-                    self._persist_encoder_id(raw, encoder.name)
-            self._encoders[encoder.name] = encoder
-            self._packers_by_id[self._encoder_ids[encoder.name]] = encoder
-        return encoder
+            if name not in self._builtin_names:
+                self._encoders[name] = encoder
+                self._packers_by_id[self._encoder_ids[name]] = encoder
+        return self._encoders[name]
 
     def _encoder_id(self, encoder):
-        """The persistent id of `encoder`, registering it if needed.
+        """The persistent id of `encoder`'s name, registering it if needed.
 
-        Registering writes metadata in a transaction of its own, which is
-        impossible while this thread has a write transaction open: then an
-        unregistered encoder raises UnknownEncoderError.
+        A name the store already knows is registered on the spot. A new name
+        needs a metadata write in a transaction of its own, impossible while
+        this thread has a write transaction open: then UnknownEncoderError.
         """
         if not isinstance(encoder, encodings.Encoder):
             raise TypeError(f'expected an Encoder, not {type(encoder).__name__!r}')
         encoder_id = self._encoder_ids.get(encoder.name)
-        if encoder_id is None or self._encoders.get(encoder.name) is not encoder:
-            if self._current_write_txn() is not None:
-                raise UnknownEncoderError(
-                    f'{encoder.name!r} is not registered with this store; call '
-                    f'store.add_encoder() with it before the write transaction')
-            self.add_encoder(encoder)
-            encoder_id = self._encoder_ids[encoder.name]
-        return encoder_id
+        if encoder_id is not None:
+            if encoder.name not in self._encoders:
+                self.add_encoder(encoder)
+            return encoder_id
+        if self._current_write_txn() is not None:
+            raise UnknownEncoderError(
+                f'{encoder.name!r} is new to this store; call store.add_encoder() '
+                f'with it before the write transaction')
+        self.add_encoder(encoder)
+        return self._encoder_ids[encoder.name]
 
     def _unknown_packer(self, encoder_id, coll_name):
         name = self._encoder_names.get(encoder_id)
@@ -286,24 +298,38 @@ class Store:
         with self._lock:
             coll = self._collections.get(name)
             if coll is not None:
-                self._check_reopen_args(coll, key_func, txn_key_func, encoder)
+                self._check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
+                                        counter_name)
                 return coll
-            with self.engine.begin() as raw:
-                stored = raw.get(_meta_key('collection', name))
-            if stored is None:
-                info = self._create_collection(name, encoder, packer, counter_name)
+        with self.engine.begin() as raw:
+            stored = raw.get(_meta_key('collection', name))
+        if stored is None:
+            info = self._create_collection(name, encoder, packer, counter_name)
+        else:
+            info = _load(stored)
+        with self._lock:
+            coll = self._collections.get(name)
+            if coll is None:
+                coll = self._open_collection(name, info, key_func, txn_key_func,
+                                             encoder, packer)
+                self._collections[name] = coll
             else:
-                info = _load(stored)
-            coll = self._open_collection(name, info, key_func, txn_key_func,
-                                         encoder, packer)
-            self._collections[name] = coll
+                self._check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
+                                        counter_name)
             return coll
 
-    def _check_reopen_args(self, coll, key_func, txn_key_func, encoder):
+    def _check_reopen_args(self, coll, key_func, txn_key_func, encoder, packer,
+                           counter_name):
         if encoder is not None and encoder.name != coll.encoder.name:
             raise EncoderMismatchError(
                 f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
                 f'not {encoder.name!r}')
+        if packer is not None and packer.name != coll.packer.name:
+            raise ValueError(f'collection {coll.name!r} is already open with packer '
+                             f'{coll.packer.name!r}; pass packer= to put() instead')
+        if counter_name is not None and counter_name != coll.counter_name:
+            raise ValueError(f'collection {coll.name!r} uses counter '
+                             f'{coll.counter_name!r}, not {counter_name!r}')
         if (key_func is not None and key_func is not coll.key_func) or (
                 txn_key_func is not None and txn_key_func is not coll.txn_key_func):
             raise ValueError(f'collection {coll.name!r} is already open in this '
@@ -315,6 +341,9 @@ class Store:
         self._encoder_id(encoder)
         self._encoder_id(packer)
         with self._own_write_txn('creating a collection') as raw:
+            stored = raw.get(_meta_key('collection', name))
+            if stored is not None:      # another thread created it meanwhile
+                return _load(stored)
             info = {
                 'id': self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True),
                 'encoder': encoder.name,
@@ -355,17 +384,31 @@ class Store:
     def _save_collection_info(self, raw, name, info):
         raw.put(_meta_key('collection', name), _dump(info))
 
-    def _create_index(self, coll, name, func):
-        with self._lock, self._own_write_txn('add_index()') as raw:
+    def _add_index(self, coll, name, func):
+        """Bind a stored index, or create and fill a new one; see add_index()."""
+        self._check_open()
+        with self._lock:
+            if name in coll.indices:
+                raise ValueError(f'index {name!r} was already added to collection '
+                                 f'{coll.name!r} in this session')
+            if name in coll._stored_indexes:
+                index = Index(coll, name, coll._stored_indexes[name], func)
+                coll._bind(index)
+                return index
+        # Lock order: the engine's writer lock, then self._lock.
+        with self._own_write_txn('add_index()') as raw, self._lock:
+            if name in coll.indices:
+                raise ValueError(f'index {name!r} was just added to collection '
+                                 f'{coll.name!r} by another thread')
             index_id = self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True)
             raw.put(_meta_key('index', coll.coll_id, name), _dump({'id': index_id}))
             index = Index(coll, name, index_id, func)
             lo, hi = keylib.prefix_range((), coll.prefix)
-            for key_bytes, stored in list(raw.items(lo, hi)):
+            for key_bytes, stored in list(coll._logical_items(raw, lo, hi, False)):
                 for entry in index_entries(((func, index.prefix),), coll._decode(stored),
                                            coll._entry_tail(key_bytes)):
                     raw.put(entry, b'')
-        coll._bind(index)
+            coll._bind(index)
         return index
 
     def _drop_index(self, coll, name):
@@ -373,7 +416,7 @@ class Store:
         if name not in coll._stored_indexes:
             raise KeyError(f'collection {coll.name!r} has no index {name!r}')
         index_id = coll._stored_indexes[name]
-        with self._lock, self._own_write_txn('drop_index()') as raw:
+        with self._own_write_txn('drop_index()') as raw, self._lock:
             lo, hi = keylib.prefix_range((), keylib.packs(index_id))
             for key_bytes in list(raw.keys(lo, hi)):
                 raw.delete(key_bytes)
@@ -485,20 +528,22 @@ class Store:
                 return result
         return func(txn, self._raw_txn(txn, write), *args)
 
+    def _iteration_txn(self, txn):
+        """(raw txn, own txn or None) for an iterator, chosen when it is made."""
+        if txn is not None:
+            return self._raw_txn(txn, False), None
+        current = self._current_write_txn()
+        if current is not None:
+            return current.raw, None
+        own = self.engine.begin()
+        return own, own
+
     def _iterate(self, txn, lo, hi, reverse, max, source):
         """Iterate ``source(raw txn, lo, hi, reverse)`` within a transaction."""
-        raw = None if txn is None else self._raw_txn(txn, False)
-        return self._iterate_raw(raw, lo, hi, reverse, max, source)
+        raw, own = self._iteration_txn(txn)
+        return self._iterate_raw(raw, own, lo, hi, reverse, max, source)
 
-    def _iterate_raw(self, raw, lo, hi, reverse, max, source):
-        own = None
-        if raw is None:
-            current = self._current_write_txn()
-            if current is None:
-                own = self.engine.begin()
-                raw = own
-            else:
-                raw = current.raw
+    def _iterate_raw(self, raw, own, lo, hi, reverse, max, source):
         try:
             items = source(raw, lo, hi, reverse)
             if max is not None:
@@ -510,18 +555,10 @@ class Store:
 
     def _iterate_entries(self, txn, index_prefix, lo, hi, reverse, max):
         """Iterate ``(index tuple, record key, raw txn)`` for index entries."""
-        raw = None if txn is None else self._raw_txn(txn, False)
-        return self._iterate_entries_raw(raw, index_prefix, lo, hi, reverse, max)
+        raw, own = self._iteration_txn(txn)
+        return self._iterate_entries_raw(raw, own, index_prefix, lo, hi, reverse, max)
 
-    def _iterate_entries_raw(self, raw, index_prefix, lo, hi, reverse, max):
-        own = None
-        if raw is None:
-            current = self._current_write_txn()
-            if current is None:
-                own = self.engine.begin()
-                raw = own
-            else:
-                raw = current.raw
+    def _iterate_entries_raw(self, raw, own, index_prefix, lo, hi, reverse, max):
         try:
             keys = raw.keys(lo, hi, reverse)
             if max is not None:
