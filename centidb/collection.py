@@ -426,10 +426,11 @@ class Collection:
             run.append(member)
             run_bytes += size
         made += self._write_run(raw, run, packer_id, packer, plain_single=False)
-        if not self._info.get('batched'):
+        if made:
+            # Written every time: an earlier batch() may have been rolled back.
             self._info = dict(self._info, batched=True)
             self.store._save_collection_info(raw, self.name, self._info)
-        self._batched = True
+            self._batched = True
         last = keylib.unpacks(records[-1][0], self.prefix) if records else None
         return len(records), made, last
 

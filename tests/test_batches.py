@@ -1,0 +1,209 @@
+"""Batch compression: edge cases, layout, limits and reopening, on every engine.
+
+The stateful test (test_collection_stateful.py) interleaves batch() with
+puts, deletes and reads against a model; these tests pin down the cases the
+issue names explicitly.
+"""
+
+import pytest
+
+import centidb
+from centidb import batches, encodings, errors, keylib
+
+ENGINE_NAMES = ['ListEngine', 'PlyvelEngine', 'LmdbEngine']
+
+
+def open_store(name, directory):
+    if name == 'ListEngine':
+        return centidb.open('ListEngine')
+    if name == 'PlyvelEngine':
+        return centidb.open('PlyvelEngine', name=str(directory / 'db.ldb'),
+                            create_if_missing=True)
+    return centidb.open('LmdbEngine', path=str(directory / 'db.lmdb'))
+
+
+@pytest.fixture(params=ENGINE_NAMES)
+def store(request, tmp_path):
+    store = open_store(request.param, tmp_path)
+    yield store
+    store.close()
+
+
+def make(store, keys, name='c'):
+    coll = store.collection(name, key_func=lambda r: tuple(r['k']))
+    coll.add_index('tag', lambda r: r['tag'])
+    for key in keys:
+        coll.put({'k': list(key), 'tag': str(key)})
+    return coll
+
+
+def physical(store, coll):
+    """The collection's physical records: ('batch', members) or ('plain', key)."""
+    lo, hi = keylib.prefix_range((), coll.prefix)
+    out = []
+    for key_bytes, stored in store.engine.items(lo, hi):
+        if batches.is_batch(stored):
+            last, first = keylib.unpacks_list(key_bytes, coll.prefix)
+            out.append(('batch', first, last))
+        else:
+            out.append(('plain', keylib.unpacks(key_bytes, coll.prefix)))
+    return out
+
+
+def test_keys_of_different_lengths_keep_their_order(store):
+    coll = make(store, [(1,), (2,), (2, 5), (3,)])
+    assert coll.batch(hi=(2, 5)) == (2, 1, (2,))
+    assert physical(store, coll) == [('batch', (1,), (2,)), ('plain', (2, 5)), ('plain', (3,))]
+    keys = [(1,), (2,), (2, 5), (3,)]
+    assert list(coll.keys()) == keys
+    assert list(coll.keys(reverse=True)) == keys[::-1]
+    assert list(coll.keys(prefix=2)) == [(2,), (2, 5)]
+    assert list(coll.keys(prefix=2, reverse=True)) == [(2, 5), (2,)]
+    assert list(coll.keys(hi=(2,), include=True, reverse=True)) == [(2,), (1,)]
+    assert list(coll.keys(lo=(2,), max=2)) == [(2,), (2, 5)]
+    assert coll.get((2,))['tag'] == '(2,)' and coll.get((2, 5))['tag'] == '(2, 5)'
+    assert coll.count(lo=(1, 0), hi=(3,)) == 2
+
+
+def test_batch_of_one_record(store):
+    coll = make(store, [('a',), ('b',)])
+    assert coll.batch(hi='b', max_recs=1) == (1, 1, ('a',))
+    assert physical(store, coll)[0] == ('batch', ('a',), ('a',))
+    assert coll.get('a')['tag'] == "('a',)"
+    assert list(coll.keys(reverse=True)) == [('b',), ('a',)]
+
+
+def test_adjacent_batches_and_straddling_queries(store):
+    keys = [(n,) for n in range(10)]
+    coll = make(store, keys)
+    assert coll.batch(max_recs=3) == (10, 4, (9,))
+    assert [p[0] for p in physical(store, coll)] == ['batch'] * 4
+    for lo in range(-1, 11):
+        for hi in range(lo, 12):
+            expected = [(n,) for n in range(10) if lo <= n < hi]
+            assert list(coll.keys(lo=lo, hi=hi)) == expected
+            assert list(coll.keys(lo=lo, hi=hi, reverse=True)) == expected[::-1]
+            assert coll.count(lo=lo, hi=hi) == len(expected)
+    assert [r['k'] for r in coll.indices['tag'].values(prefix='(4')] == [[4]]
+
+
+def test_empty_range_batches_nothing(store):
+    coll = make(store, [(1,), (2,)])
+    before = list(store.engine.items())
+    assert coll.batch(lo=5, hi=9) == (0, 0, None)
+    assert coll.batch(prefix='nothing') == (0, 0, None)
+    assert list(store.engine.items()) == before
+
+
+def test_batch_never_crosses_a_collection_boundary(store):
+    first = make(store, [(1,), (2,)], name='first')
+    second = make(store, [(1,), (2,)], name='second')
+    assert first.batch() == (2, 1, (2,))
+    assert [p[0] for p in physical(store, second)] == ['plain', 'plain']
+    assert list(second.keys()) == [(1,), (2,)]
+    assert second.batch() == (2, 1, (2,))
+    assert list(first.values()) == [{'k': [1], 'tag': '(1,)'}, {'k': [2], 'tag': '(2,)'}]
+
+
+def test_put_and_delete_inside_a_batch(store):
+    keys = [(n,) for n in range(6)]
+    coll = make(store, keys)
+    coll.batch()
+    coll.put({'k': [3], 'tag': 'changed'})             # a member: split around it
+    coll.put({'k': [2, 5], 'tag': 'new'}, blind=True)  # a new key inside the range
+    coll.delete((0,))
+    expected = [(1,), (2,), (2, 5), (3,), (4,), (5,)]
+    assert list(coll.keys()) == expected
+    assert list(coll.keys(reverse=True)) == expected[::-1]
+    assert coll.get((3,))['tag'] == 'changed' and coll.get((2, 5))['tag'] == 'new'
+    tags = coll.indices['tag']
+    assert sorted(t for (t,), _ in tags.pairs()) == sorted(
+        ['(1,)', '(2,)', 'new', 'changed', '(4,)', '(5,)'])
+    assert tags.get('(4,)')['k'] == [4] and not tags.has('(3,)') and not tags.has('(0,)')
+
+
+def test_limits_are_checked(store):
+    coll = make(store, [(1,)])
+    for kwargs in ({'max_recs': 0}, {'max_recs': batches.MAX_MEMBERS + 1},
+                   {'max_bytes': 0}, {'max_bytes': batches.MAX_VALUE_BYTES + 1}):
+        with pytest.raises(ValueError, match='batch format'):
+            coll.batch(**kwargs)
+    with pytest.raises(TypeError):
+        coll.batch(max_recs='8')
+
+
+def test_max_bytes_bounds_each_batch(store):
+    coll = make(store, [(n,) for n in range(20)])
+    found, made, last = coll.batch(max_bytes=100)
+    assert found == 20 and made > 1
+    for key_bytes, stored in store.engine.items(*keylib.prefix_range((), coll.prefix)):
+        if batches.is_batch(stored):
+            members = coll._members(stored)
+            assert len(members) == 1 or sum(len(k) + len(v) - len(coll.prefix) - 1
+                                             for k, v in members) <= 100
+    assert [k for (k,) in coll.keys()] == list(range(20))
+
+
+def test_compression_shrinks_similar_records(tmp_path):
+    store = centidb.open('ListEngine')
+    coll = store.collection('feed')
+    for n in range(64):
+        coll.put({'title': 'A fairly long and repetitive title', 'body': 'lorem ipsum ' * 20,
+                  'n': n})
+    size = lambda: sum(len(k) + len(v) for k, v in store.engine.items(
+        *keylib.prefix_range((), coll.prefix)))
+    before = size()
+    coll.batch(max_recs=64)
+    assert size() * 5 < before
+    assert [v['n'] for v in coll.values()] == list(range(64))
+
+
+@pytest.mark.parametrize('name', ['PlyvelEngine', 'LmdbEngine'])
+def test_reopen_reads_batches_or_names_the_missing_packer(name, tmp_path):
+    reverse = encodings.Encoder('reverse', lambda b: b[::-1], lambda b: b[::-1])
+    store = open_store(name, tmp_path)
+    coll = make(store, [(n,) for n in range(5)])
+    coll.batch(hi=3, packer=encodings.ZLIB_PACKER)
+    store.add_encoder(reverse)
+    coll.batch(lo=3, packer=reverse)
+    store.close()
+
+    store = open_store(name, tmp_path)
+    coll = store.collection('c', key_func=lambda r: tuple(r['k']))
+    assert coll.get((1,))['tag'] == '(1,)'           # zlib is built in
+    with pytest.raises(errors.UnknownEncoderError, match='reverse'):
+        coll.get((4,))
+    store.add_encoder(reverse)
+    assert [k for (k,) in coll.keys()] == [0, 1, 2, 3, 4]
+    coll.add_index('tag', lambda r: r['tag'])
+    coll.put({'k': [2], 'tag': 'after reopen'})       # writes still split batches
+    assert coll.indices['tag'].get('after reopen')['k'] == [2]
+    assert [k for (k,) in coll.keys(reverse=True)] == [4, 3, 2, 1, 0]
+    store.close()
+
+
+def test_batching_inside_a_transaction_rolls_back(store):
+    coll = make(store, [(1,), (2,)])
+    before = list(store.engine.items())
+    with pytest.raises(RuntimeError):
+        with store.begin(write=True) as txn:
+            coll.batch(txn=txn)
+            assert list(coll.keys(txn=txn)) == [(1,), (2,)]
+            raise RuntimeError('roll back')
+    assert list(store.engine.items()) == before
+
+
+@pytest.mark.parametrize('name', ['PlyvelEngine', 'LmdbEngine'])
+def test_reopen_after_a_rolled_back_batch_still_finds_later_batches(name, tmp_path):
+    store = open_store(name, tmp_path)
+    coll = make(store, [(n,) for n in range(4)])
+    with pytest.raises(RuntimeError):
+        with store.begin(write=True) as txn:
+            coll.batch(txn=txn)
+            raise RuntimeError('roll back')
+    coll.batch()
+    store.close()
+    store = open_store(name, tmp_path)
+    coll = store.collection('c', key_func=lambda r: tuple(r['k']))
+    assert coll.get((1,))['k'] == [1]       # found inside the batch after reopening
+    store.close()
