@@ -94,6 +94,14 @@ cdef struct Buf:
     bint heap
 
 
+cdef inline void buf_init(Buf *b, unsigned char *stack, Py_ssize_t size) noexcept:
+    """Start an empty buffer in caller-provided stack space."""
+    b.p = stack
+    b.n = 0
+    b.cap = size
+    b.heap = False
+
+
 cdef int buf_reserve(Buf *b, Py_ssize_t extra) except -1:
     cdef Py_ssize_t need = b.n + extra
     cdef Py_ssize_t cap
@@ -381,10 +389,7 @@ def packs(key, prefix=b''):
     cdef Buf b
     cdef Py_ssize_t i
     check_prefix(prefix)
-    b.p = stack
-    b.n = 0
-    b.cap = STACK_SIZE
-    b.heap = False
+    buf_init(&b, stack, STACK_SIZE)
     try:
         putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
         if isinstance(key, tuple):
@@ -550,10 +555,7 @@ cdef object read_number_suffix(Reader *r, object int_part, Py_ssize_t element_st
         candidate = <double>(<int64_t>int_part) + ldexp(<double>small_fraction, -7 * <int>ngroups)
         # Accept the candidate only if it re-encodes to exactly these bytes;
         # otherwise the exact path decides (and rejects corrupt input).
-        check.p = stack
-        check.n = 0
-        check.cap = 64
-        check.heap = False
+        buf_init(&check, stack, 64)
         try:
             put_double(&check, candidate)
             if check.n == end - element_start:
@@ -738,10 +740,7 @@ cdef bytes pack_entry(object value, bytes prefix, bytes tail):
     """One index entry: `value` as a key under `prefix`, then `tail`."""
     cdef unsigned char stack[STACK_SIZE]
     cdef Buf b
-    b.p = stack
-    b.n = 0
-    b.cap = STACK_SIZE
-    b.heap = False
+    buf_init(&b, stack, STACK_SIZE)
     try:
         putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
         if isinstance(value, tuple):

@@ -132,7 +132,27 @@ def _key_range(prefix_bytes, lo, hi, prefix, include):
     return lo_bytes, hi_bytes
 
 
-class Collection:
+class _Queryable:
+    """``find()`` and ``count()`` for a class with ``values()`` and ``_matches()``.
+
+    ``_matches(...)`` iterates whatever counts as one result (records of a
+    collection, entries of an index) for the query parameters.
+    """
+
+    def find(self, lo=None, hi=None, prefix=None, reverse=False, include=False,
+             txn=None, default=None):
+        """Return the value of the first matching record, or `default`."""
+        for value in self.values(lo, hi, prefix, reverse, 1, include, txn):
+            return value
+        return default
+
+    def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Return how many records (or index entries) match the query."""
+        return sum(1 for _ in self._matches(txn, lo, hi, prefix, reverse, max, include))
+
+
+class Collection(_Queryable):
     """A named set of records in a store, with its indexes.
 
     Made by :meth:`centidb.Store.collection`; see there for the arguments.
@@ -653,17 +673,8 @@ class Collection:
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
         return _decoded_values(pairs, self._decode)
 
-    def find(self, lo=None, hi=None, prefix=None, reverse=False, include=False,
-             txn=None, default=None):
-        """Return the value of the first record matching the query, or `default`."""
-        for value in self.values(lo, hi, prefix, reverse, 1, include, txn):
-            return value
-        return default
-
-    def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-              include=False, txn=None):
-        """Return how many records match the query (query parameters above)."""
-        return sum(1 for _ in self._iter(txn, lo, hi, prefix, reverse, max, include))
+    def _matches(self, txn, lo, hi, prefix, reverse, max, include):
+        return self._iter(txn, lo, hi, prefix, reverse, max, include)
 
     def __len__(self):
         return self.count()
@@ -686,7 +697,7 @@ def _decoded_values(pairs, decode):
         yield decode(stored)
 
 
-class Index:
+class Index(_Queryable):
     """A secondary index of a :class:`Collection`; made by ``add_index()``.
 
     Query methods range over index tuples with the collection's query
@@ -743,17 +754,8 @@ class Index:
         coll = self.coll
         return (coll._decode(_fetch(raw, coll, key)) for _, key, raw in entries)
 
-    def find(self, lo=None, hi=None, prefix=None, reverse=False, include=False,
-             txn=None, default=None):
-        """Return the value of the first matching record, or `default`."""
-        for value in self.values(lo, hi, prefix, reverse, 1, include, txn):
-            return value
-        return default
-
-    def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-              include=False, txn=None):
-        """Return how many index entries match the query."""
-        return sum(1 for _ in self._scan(txn, lo, hi, prefix, reverse, max, include))
+    def _matches(self, txn, lo, hi, prefix, reverse, max, include):
+        return self._scan(txn, lo, hi, prefix, reverse, max, include)
 
     def get(self, x, default=None, txn=None):
         """Return the value of the first record whose index tuple equals `x`."""

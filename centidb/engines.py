@@ -746,7 +746,26 @@ class _ListReadTransaction(Transaction):
     _abort = _commit
 
 
-class _ListWriteTransaction(Transaction):
+class _BufferedWrites:
+    """Mixin for transactions that keep their pending writes in memory.
+
+    ``_pending`` maps key to value or TOMBSTONE; ``_sorted`` is a SortedDict
+    copy made the first time the transaction iterates, then kept in step.
+    """
+
+    def _remember(self, key, value):
+        self._pending[key] = value
+        if self._sorted is not None:
+            self._sorted[key] = value
+
+    def _get(self, key):
+        return self.get(key)
+
+    def _put(self, key, value):
+        self.put(key, value)
+
+
+class _ListWriteTransaction(_BufferedWrites, Transaction):
     """Committed data as of ``begin()`` plus the pending writes."""
 
     def __init__(self, engine):
@@ -774,20 +793,10 @@ class _ListWriteTransaction(Transaction):
             _bad_key(key)
         if type(value) is not bytes:
             _not_bytes('value', value)
-        self._pending[key] = value
-        if self._sorted is not None:
-            self._sorted[key] = value
-
-    def _get(self, key):
-        return self.get(key)
-
-    def _put(self, key, value):
-        self.put(key, value)
+        self._remember(key, value)
 
     def _delete(self, key):
-        self._pending[key] = TOMBSTONE
-        if self._sorted is not None:
-            self._sorted[key] = TOMBSTONE
+        self._remember(key, TOMBSTONE)
 
     def _items(self, lo, hi, reverse):
         base = self.engine._snapshot_items(self._version, lo, hi, reverse)
@@ -912,7 +921,7 @@ class PlyvelEngine(Engine):
         return self._db.get(key)
 
 
-class _PlyvelTransaction(Transaction):
+class _PlyvelTransaction(_BufferedWrites, Transaction):
     """A plyvel snapshot; if writing, also a WriteBatch and the pending writes.
 
     Writes go into the WriteBatch as they are made (commit just writes it)
@@ -950,21 +959,11 @@ class _PlyvelTransaction(Transaction):
         if type(value) is not bytes:
             _not_bytes('value', value)
         self._batch.put(key, value)
-        self._pending[key] = value
-        if self._sorted is not None:
-            self._sorted[key] = value
-
-    def _get(self, key):
-        return self.get(key)
-
-    def _put(self, key, value):
-        self.put(key, value)
+        self._remember(key, value)
 
     def _delete(self, key):
         self._batch.delete(key)
-        self._pending[key] = TOMBSTONE
-        if self._sorted is not None:
-            self._sorted[key] = TOMBSTONE
+        self._remember(key, TOMBSTONE)
 
     def _items(self, lo, hi, reverse):
         base = _plyvel_items(self._snapshot, lo, hi, reverse)

@@ -10,16 +10,7 @@ import pytest
 import centidb
 from centidb import batches, encodings, errors, keylib
 
-ENGINE_NAMES = ['ListEngine', 'PlyvelEngine', 'LmdbEngine']
-
-
-def open_store(name, directory):
-    if name == 'ListEngine':
-        return centidb.open('ListEngine')
-    if name == 'PlyvelEngine':
-        return centidb.open('PlyvelEngine', name=str(directory / 'db.ldb'),
-                            create_if_missing=True)
-    return centidb.open('LmdbEngine', path=str(directory / 'db.lmdb'))
+from stores import ENGINE_NAMES, open_store
 
 
 @pytest.fixture(params=ENGINE_NAMES)

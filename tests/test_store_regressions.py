@@ -10,7 +10,7 @@ import time
 import pytest
 
 import centidb
-from centidb import encodings, errors, keylib
+from centidb import encodings, keylib
 
 
 def _list_store():
