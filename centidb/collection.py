@@ -547,14 +547,22 @@ class Collection(_Queryable):
 
     def _get_stored(self, raw, key_bytes):
         """The stored value of a record, plain or inside a batch, or None."""
-        stored = raw.get(key_bytes)
-        if stored is None and self._batched:
-            found = self._covering_batch(raw, key_bytes)
-            if found is not None:
-                for member_key, member_stored in self._members(found[1]):
-                    if member_key == key_bytes:
-                        return member_stored
-        return stored
+        if not self._batched:
+            return raw.get(key_bytes)
+        # One seek finds either the record itself or the batch that may hold it.
+        items = raw.items(key_bytes, self._end)
+        try:
+            for physical_key, stored in items:
+                if physical_key == key_bytes:
+                    return stored
+                if stored[0] & batches.BATCH_FLAG:
+                    for member_key, member_stored in self._members(stored):
+                        if member_key == key_bytes:
+                            return member_stored
+                return None
+        finally:
+            items.close()
+        return None
 
     def _get_stored_in(self, txn, raw, key_bytes):
         return self._get_stored(raw, key_bytes)

@@ -138,6 +138,31 @@ PLAIN_PACKER = Encoder('plain', _identity, _identity)
 ZLIB_PACKER = Encoder('zlib', zlib.compress, zlib.decompress)
 
 
+def _zstd_functions(zstandard):
+    """zstd compress/decompress reusing one context per thread.
+
+    Contexts are not thread-safe, and making one per call costs more than
+    compressing a small record.
+    """
+    local = threading.local()
+
+    def compress(data):
+        try:
+            context = local.compressor
+        except AttributeError:
+            context = local.compressor = zstandard.ZstdCompressor(level=3)
+        return context.compress(data)
+
+    def decompress(data):
+        try:
+            context = local.decompressor
+        except AttributeError:
+            context = local.decompressor = zstandard.ZstdDecompressor()
+        return context.decompress(data)
+
+    return compress, decompress
+
+
 def _optional_packers():
     """Build the packers whose compression libraries are installed."""
     lz4 = zstd = snappy = None
@@ -152,8 +177,7 @@ def _optional_packers():
     except ImportError:
         pass
     else:
-        # The module-level functions are thread-safe; compressor objects are not.
-        zstd = Encoder('zstd', zstandard.compress, zstandard.decompress)
+        zstd = Encoder('zstd', *_zstd_functions(zstandard))
     try:
         import snappy as snappy_module
         snappy_module.compress
