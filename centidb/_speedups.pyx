@@ -2,7 +2,9 @@
 """Compiled twin of the key codec in :mod:`centidb.keylib`.
 
 Each public function mirrors the pure-Python function of the same name in
-``centidb/keylib.py``, which holds the documentation and is the reference:
+``centidb/keylib.py`` (``index_entries``: in ``centidb/collection.py``),
+which holds the documentation and is the reference (the public functions are
+compiled with ``binding=True`` so the chooser can copy those docstrings):
 both must produce identical bytes and raise identical exception types.
 Do not import this module directly; ``centidb.keylib`` chooses it.
 
@@ -13,6 +15,8 @@ with ``centidb.keyformat``.
 
 import datetime as _dt
 import uuid as _uuid
+
+cimport cython
 
 from centidb.errors import CorruptKeyError, KeyEncodingError, UnsupportedKeyTypeError
 from centidb.keyformat import Desc
@@ -383,6 +387,7 @@ cdef inline int check_prefix(object prefix) except -1:
     return 0
 
 
+@cython.binding(True)
 def packs(key, prefix=b''):
     """Mirrors keylib.packs."""
     cdef unsigned char stack[STACK_SIZE]
@@ -700,6 +705,7 @@ cdef int start_reader(Reader *r, bytes buf, object prefix) except -1:
     return 0
 
 
+@cython.binding(True)
 def unpacks(data, prefix=b''):
     """Mirrors keylib.unpacks."""
     cdef Reader r
@@ -716,6 +722,7 @@ def unpacks(data, prefix=b''):
     return tuple(elements)
 
 
+@cython.binding(True)
 def unpacks_list(data, prefix=b''):
     """Mirrors keylib.unpacks_list."""
     cdef Reader r
@@ -755,6 +762,7 @@ cdef bytes pack_entry(object value, bytes prefix, bytes tail):
             free(b.p)
 
 
+@cython.binding(True)
 def index_entries(tuple specs, data, bytes tail):
     """Mirrors centidb.collection.index_entries."""
     cdef list entries = []

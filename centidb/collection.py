@@ -108,6 +108,7 @@ def index_entries(specs, data, tail):
 index_entries_python = index_entries
 if keylib.SPEEDUPS is not None:
     index_entries = keylib.SPEEDUPS.index_entries
+    index_entries.__doc__ = index_entries_python.__doc__
 
 
 def _check_query(reverse, max):
