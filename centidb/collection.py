@@ -427,26 +427,30 @@ class Collection(_Queryable):
         if self._unbound:
             self._check_writable()
         records, physical = self._collect_for_batching(raw, lo_bytes, hi_bytes)
-        for key_bytes in physical:
-            raw.delete(key_bytes)
-        made = 0
+        # Build every new physical record before changing anything, so a
+        # failure leaves the transaction as it was.
+        writes, made = [], 0
         run, run_bytes = [], 0
         start = len(self.prefix)
         for key_bytes, stored in records:
             member = (key_bytes[start:], self._decode_raw(stored))
             size = len(member[0]) + len(member[1])
             if len(member[0]) > batches.MAX_KEY_BYTES:
-                made += self._write_run(raw, run, packer_id, packer, plain_single=False)
+                made += self._add_run(writes, run, packer_id, packer)
                 run, run_bytes = [], 0
-                raw.put(key_bytes, stored)      # too long to batch: stays plain
+                writes.append((key_bytes, stored))      # too long to batch: stays plain
                 continue
             if run and (len(run) >= max_recs
                         or (max_bytes is not None and run_bytes + size > max_bytes)):
-                made += self._write_run(raw, run, packer_id, packer, plain_single=False)
+                made += self._add_run(writes, run, packer_id, packer)
                 run, run_bytes = [], 0
             run.append(member)
             run_bytes += size
-        made += self._write_run(raw, run, packer_id, packer, plain_single=False)
+        made += self._add_run(writes, run, packer_id, packer)
+        for key_bytes in physical:
+            raw.delete(key_bytes)
+        for key_bytes, value in writes:
+            raw.put(key_bytes, value)
         if made:
             # Written every time: an earlier batch() may have been rolled back.
             self._info = dict(self._info, batched=True)
@@ -474,21 +478,19 @@ class Collection(_Queryable):
                 physical.append(key_bytes)
         return records, physical
 
-    def _write_run(self, raw, run, packer_id, packer, plain_single=True):
-        """Write `run` (``(packed key, encoded value)`` pairs) as a batch.
-
-        Returns 1 if a batch was written. An empty run writes nothing; with
-        `plain_single` a lone record is written back as a plain record.
-        """
+    def _add_run(self, writes, run, packer_id, packer, plain_single=False):
+        """Append the physical records of `run` to `writes`; 1 if a batch."""
         if not run:
             return 0
-        if plain_single and len(run) == 1:
-            key, value = run[0]
-            raw.put(self.prefix + key, self._plain_header + value)
-            return 0
-        raw.put(batches.batch_key(self.prefix, run),
-                batches.encode_batch(packer_id, packer, run))
-        return 1
+        if not (plain_single and len(run) == 1):
+            key_bytes = batches.batch_key(self.prefix, run)
+            limit = self.store.engine.max_key_size
+            if limit is None or len(key_bytes) <= limit:
+                writes.append((key_bytes, batches.encode_batch(packer_id, packer, run)))
+                return 1
+        # A lone member, or a batch key longer than the engine stores.
+        writes.extend((self.prefix + key, self._plain_header + value) for key, value in run)
+        return 0
 
     def _members(self, stored):
         """The members of a stored batch as ``(key bytes, stored value)``."""
@@ -527,23 +529,27 @@ class Collection(_Queryable):
         if found is None:
             return None
         physical_key, stored = found
+        members = self._members(stored)      # names a missing packer clearly
         packer_id = batches.batch_packer_id(stored)
         packer = self.store._packers_by_id[packer_id]
-        raw.delete(physical_key)
         start = len(self.prefix)
         below, above, old = [], [], None
-        for member_key, member_stored in self._members(stored):
+        for member_key, member_stored in members:
             if member_key < key_bytes:
                 below.append((member_key[start:], member_stored[1:]))
             elif member_key > key_bytes:
                 above.append((member_key[start:], member_stored[1:]))
             else:
                 old = member_stored
+        writes = []
         if rejoin:
-            self._write_run(raw, below + above, packer_id, packer)
+            self._add_run(writes, below + above, packer_id, packer, plain_single=True)
         else:
-            self._write_run(raw, below, packer_id, packer)
-            self._write_run(raw, above, packer_id, packer)
+            self._add_run(writes, below, packer_id, packer, plain_single=True)
+            self._add_run(writes, above, packer_id, packer, plain_single=True)
+        raw.delete(physical_key)
+        for write_key, value in writes:
+            raw.put(write_key, value)
         return old
 
     def _get_stored(self, raw, key_bytes):
@@ -572,53 +578,91 @@ class Collection(_Queryable):
         return [self._get_stored(raw, key_bytes) for key_bytes in packed]
 
     def _logical_items(self, raw, lo, hi, reverse):
-        """Iterate ``(key bytes, stored)`` in [lo, hi), batch members expanded."""
-        if not self._batched:
-            return raw.items(lo, hi, reverse)
+        """Iterate ``(key bytes, stored)`` in [lo, hi), batch members expanded.
+
+        A batch's members are decoded once; if the transaction writes while
+        they are being yielded (which may split or rewrite that batch), the
+        scan starts again right after the last key it yielded.
+        """
         if reverse:
             return self._logical_reverse(raw, lo, hi)
         return self._logical_forward(raw, lo, hi)
 
     def _logical_forward(self, raw, lo, hi):
-        # A batch sits at its highest member, so the first one at or past hi
-        # may still hold members below hi.
-        for key_bytes, stored in raw.items(lo, self._end):
-            if stored[0] & batches.BATCH_FLAG:
-                for member_key, member_stored in self._members(stored):
-                    if member_key >= hi:
-                        return
-                    if member_key >= lo:
-                        yield member_key, member_stored
-            elif key_bytes >= hi:
+        start = lo
+        while True:
+            writes = raw.writes
+            restart = False
+            # A batch sits at its highest member, so the first one at or past
+            # hi may still hold members below hi: scan to the collection end.
+            items = raw.items(start, self._end)
+            try:
+                for key_bytes, stored in items:
+                    if not stored[0] & batches.BATCH_FLAG:
+                        if key_bytes >= hi:
+                            return
+                        yield key_bytes, stored
+                        continue
+                    for member_key, member_stored in self._members(stored):
+                        if member_key >= hi:
+                            return
+                        if member_key >= start:
+                            yield member_key, member_stored
+                            if raw.writes != writes:
+                                start = member_key + b'\x00'
+                                restart = True
+                                break
+                    if restart:
+                        break
+            finally:
+                items.close()
+            if not restart:
                 return
-            else:
-                yield key_bytes, stored
 
     def _logical_reverse(self, raw, lo, hi):
-        straddling = None
+        while True:
+            writes = raw.writes
+            restart = False
+            for member_key, member_stored in self._straddling_members(raw, lo, hi):
+                yield member_key, member_stored
+                if raw.writes != writes:
+                    hi, restart = member_key, True
+                    break
+            if restart:
+                continue
+            items = raw.items(lo, hi, True)
+            try:
+                for key_bytes, stored in items:
+                    if not stored[0] & batches.BATCH_FLAG:
+                        yield key_bytes, stored
+                        continue
+                    for member_key, member_stored in reversed(self._members(stored)):
+                        if member_key < lo:
+                            return
+                        if member_key < hi:
+                            yield member_key, member_stored
+                            if raw.writes != writes:
+                                hi, restart = member_key, True
+                                break
+                    if restart:
+                        break
+            finally:
+                items.close()
+            if not restart:
+                return
+
+    def _straddling_members(self, raw, lo, hi):
+        """Members below `hi` (and from `lo`) of the batch sitting at or after hi."""
         items = raw.items(hi, self._end)
         try:
             for key_bytes, stored in items:
                 if stored[0] & batches.BATCH_FLAG:
-                    straddling = self._members(stored)
+                    members = [m for m in self._members(stored) if lo <= m[0] < hi]
+                    return members[::-1]
                 break
         finally:
             items.close()
-        if straddling:
-            for member_key, member_stored in reversed(straddling):
-                if member_key < lo:
-                    return
-                if member_key < hi:
-                    yield member_key, member_stored
-        for key_bytes, stored in raw.items(lo, hi, True):
-            if stored[0] & batches.BATCH_FLAG:
-                for member_key, member_stored in reversed(self._members(stored)):
-                    if member_key < lo:
-                        return
-                    if member_key < hi:
-                        yield member_key, member_stored
-            else:
-                yield key_bytes, stored
+        return []
 
     # --- reading -------------------------------------------------------------
 

@@ -223,6 +223,9 @@ class Transaction:
     def __init__(self, engine, write):
         self.engine = engine
         self.write = bool(write)
+        #: Grows with every put and delete: iterators that cache anything
+        #: compare it to notice the transaction's own writes.
+        self.writes = 0
         self._state = _OPEN
         self._registered = False
 
@@ -264,6 +267,7 @@ class Transaction:
         if type(value) is not bytes:
             _not_bytes('value', value)
         self._put(key, value)
+        self.writes += 1
 
     def delete(self, key):
         """Remove ``key``; removing a missing key does nothing."""
@@ -275,6 +279,7 @@ class Transaction:
         if type(key) is not bytes or not key:
             _bad_key(key)
         self._delete(key)
+        self.writes += 1
 
     def items(self, lo=None, hi=None, reverse=False):
         """Iterate ``(key, value)`` with ``lo <= key < hi``; see the module."""
@@ -757,6 +762,7 @@ class _BufferedWrites:
         self._pending[key] = value
         if self._sorted is not None:
             self._sorted[key] = value
+        self.writes += 1
 
     def _get(self, key):
         return self.get(key)
@@ -1152,8 +1158,7 @@ class _LmdbTransaction(Transaction):
     def __init__(self, engine, txn, write):
         super().__init__(engine, write)
         self._txn = txn
-        self._mutations = 0  # tells iterators to re-seek after a write
-
+        
     def get(self, key):
         """Return the value stored under ``key``, or ``None``."""
         if self._state is not _OPEN:
@@ -1180,7 +1185,7 @@ class _LmdbTransaction(Transaction):
                 'put() in a read-only transaction; use begin(write=True)') from None
         except lmdb.Error as exc:
             self._fail(exc, key)
-        self._mutations += 1
+        self.writes += 1
 
     def _get(self, key):
         return self.get(key)
@@ -1195,7 +1200,7 @@ class _LmdbTransaction(Transaction):
             return  # too long to have been stored
         except lmdb.Error as exc:
             self._fail(exc, key)
-        self._mutations += 1
+        self.writes += 1
 
     def _fail(self, exc, key):
         engine = self.engine
@@ -1218,9 +1223,9 @@ class _LmdbTransaction(Transaction):
                 key, value = cursor.item()
                 if lo is not None and key < lo:
                     return
-                mutations = self._mutations
+                mutations = self.writes
                 yield key, value
-                if self._mutations != mutations:
+                if self.writes != mutations:
                     found = _seek_before(cursor, key)
                 else:
                     found = cursor.prev()
@@ -1230,9 +1235,9 @@ class _LmdbTransaction(Transaction):
                 key, value = cursor.item()
                 if hi is not None and key >= hi:
                     return
-                mutations = self._mutations
+                mutations = self.writes
                 yield key, value
-                if self._mutations != mutations:
+                if self.writes != mutations:
                     found = _seek_after(cursor, key)
                 else:
                     found = cursor.next()

@@ -13,6 +13,12 @@ keys starting with the element ``0`` (layout in ``docs/format.rst``):
 * ``(0, 'counter', name)``: a counter's value; ``(0, 'sys', ...)``: the
   store's own id counters.
 
+Metadata is read when a collection is opened and cached in this process: a
+collection's indexes, encoders and whether it holds batches. Changing them
+from another process while a store is open is not supported (reopen the
+store to see the change); plain reads and writes from several processes are
+what the engine allows (LMDB: yes; LevelDB: one process).
+
 Transactions: every read/write method of collections and indexes takes
 ``txn=`` (from :meth:`Store.begin`). Without it, a call runs in a
 transaction of its own, except in a thread that has a write transaction open
