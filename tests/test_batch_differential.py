@@ -1,4 +1,4 @@
-"""Review of batch compression: randomized differential test against a dict.
+"""Batch compression: randomized differential test against a dict.
 
 Random puts (blind for new keys), deletes and batch() calls over ranges that
 cut through earlier batches, on keys that are tuple-prefixes of each other

@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-import centidb
 from centidb import encodings, errors
 
 from stores import ENGINE_NAMES, open_store
