@@ -328,7 +328,8 @@ class Collection(_Queryable):
         if limit is not None:
             self._check_key_sizes(key, key_bytes, entries, limit)
         batched_old = self._split_batch(raw, key_bytes) if self._batched else None
-        if not blind:
+        # Without indexes there are no stale entries to find: skip the read.
+        if not blind and self._indexes:
             old = raw.get(key_bytes) if batched_old is None else batched_old
             if old is not None:
                 if (old_record is not None and old_record.coll is self
@@ -812,13 +813,38 @@ class Index(_Queryable):
 
     def get(self, x, default=None, txn=None):
         """Return the value of the first record whose index tuple equals `x`."""
-        x = _as_key(x)
-        return self.find(lo=x, hi=x, include=True, txn=txn, default=default)
+        stored = self.coll.store._run(txn, False, self._first_record, _as_key(x))
+        return default if stored is None else self.coll._decode(stored)
 
     def has(self, x, txn=None):
         """Return True if some record has the index tuple `x`."""
-        x = _as_key(x)
-        return self.count(lo=x, hi=x, include=True, max=1, txn=txn) > 0
+        return self.coll.store._run(txn, False, self._first_entry, _as_key(x)) is not None
+
+    def _first_entry(self, txn, raw, x):
+        """The first entry key for index tuple `x`, and its length up to the record key."""
+        # Entries for exactly x are packs(x), KEY_SEP, packed record key.
+        head = keylib.packs(x, self.prefix) + _ENTRY_SEP
+        keys = raw.keys(head, keylib.upper_bound(x, self.prefix, include=True))
+        try:
+            for entry in keys:
+                return entry, len(head)
+        finally:
+            keys.close()
+        return None
+
+    def _first_record(self, txn, raw, x):
+        found = self._first_entry(txn, raw, x)
+        if found is None:
+            return None
+        entry, head_length = found
+        coll = self.coll
+        stored = coll._get_stored(raw, coll.prefix + entry[head_length:])
+        if stored is None:
+            raise IndexInconsistentError(
+                f'index {self.name!r} of collection {coll.name!r} points at a missing '
+                f'record: the index is inconsistent (was a blind put used on an '
+                f'existing key, or an index function changed?)')
+        return stored
 
 
 def _fetch(raw, coll, key):

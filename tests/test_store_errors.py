@@ -9,7 +9,7 @@ import json
 import pytest
 
 import centidb
-from centidb import keylib
+from centidb import encodings, keylib
 from centidb.encodings import Encoder, make_json_encoder, make_msgpack_encoder
 from centidb.engines import ListEngine
 from centidb.errors import (
@@ -392,7 +392,6 @@ def test_packer_not_registered_after_reopen(reopen):
         docs = store.collection('docs', key_func=by_id)
         assert docs.get(2) == {'id': 2, 'v': 'plain'}
         for call in (lambda: docs.get(1), lambda: list(docs.items()),
-                     lambda: docs.put({'id': 1, 'v': 'new'}),
                      lambda: docs.delete(1)):
             fails_cleanly(store, UnknownEncoderError, call,
                           match="'reverse'.*add_encoder")
@@ -401,6 +400,30 @@ def test_packer_not_registered_after_reopen(reopen):
         store.add_encoder(reversing_packer())
         assert docs.get(1) == {'id': 1, 'v': 'packed'}
         assert list(docs.values()) == [{'id': 1, 'v': 'packed'}, {'id': 2, 'v': 'plain'}]
+
+
+def test_put_over_a_record_with_an_unregistered_packer(reopen):
+    with reopen() as store:
+        store.add_encoder(reversing_packer())
+        docs = store.collection('docs', key_func=by_id)
+        docs.put({'id': 1, 'v': 'packed'}, packer=reversing_packer())
+    with reopen() as store:
+        docs = store.collection('docs', key_func=by_id)
+        # Without indexes the old version is never read, so it need not decode.
+        docs.put({'id': 1, 'v': 'new'}, packer=encodings.PLAIN_PACKER)
+        assert docs.get(1) == {'id': 1, 'v': 'new'}
+    with reopen() as store:
+        store.add_encoder(reversing_packer())
+        indexed = store.collection('indexed', key_func=by_id)
+        indexed.add_index('v', lambda r: r['v'])
+        indexed.put({'id': 1, 'v': 'packed'}, packer=reversing_packer())
+    with reopen() as store:
+        indexed = store.collection('indexed', key_func=by_id)
+        indexed.add_index('v', lambda r: r['v'])
+        # With indexes the old version must be decoded to find its entries.
+        fails_cleanly(store, UnknownEncoderError,
+                      lambda: indexed.put({'id': 1, 'v': 'new'}, packer=encodings.PLAIN_PACKER),
+                      match="'reverse'")
 
 
 def test_index_not_added_after_reopen(reopen):
