@@ -505,18 +505,12 @@ class Collection(_Queryable):
 
     def _covering_batch(self, raw, key_bytes):
         """The batch whose key range holds `key_bytes`: (physical key, stored) or None."""
-        found = None
-        items = raw.items(key_bytes, self._end)
-        try:
-            for physical_key, stored in items:
-                if stored[0] & batches.BATCH_FLAG:
-                    last, first = keylib.unpacks_list(physical_key, self.prefix)
-                    if keylib.packs(first, self.prefix) <= key_bytes:
-                        found = physical_key, stored
-                break
-        finally:
-            items.close()
-        return found
+        found = raw.first(key_bytes, self._end)
+        if found is not None and found[1][0] & batches.BATCH_FLAG:
+            last, first = keylib.unpacks_list(found[0], self.prefix)
+            if keylib.packs(first, self.prefix) <= key_bytes:
+                return found
+        return None
 
     def _split_batch(self, raw, key_bytes, rejoin=False):
         """Take `key_bytes` out of the batch covering it; return its stored value.
@@ -558,18 +552,16 @@ class Collection(_Queryable):
         if not self._batched:
             return raw.get(key_bytes)
         # One seek finds either the record itself or the batch that may hold it.
-        items = raw.items(key_bytes, self._end)
-        try:
-            for physical_key, stored in items:
-                if physical_key == key_bytes:
-                    return stored
-                if stored[0] & batches.BATCH_FLAG:
-                    for member_key, member_stored in self._members(stored):
-                        if member_key == key_bytes:
-                            return member_stored
-                return None
-        finally:
-            items.close()
+        found = raw.first(key_bytes, self._end)
+        if found is None:
+            return None
+        physical_key, stored = found
+        if physical_key == key_bytes:
+            return stored
+        if stored[0] & batches.BATCH_FLAG:
+            for member_key, member_stored in self._members(stored):
+                if member_key == key_bytes:
+                    return member_stored
         return None
 
     def _get_stored_in(self, txn, raw, key_bytes):
@@ -654,15 +646,9 @@ class Collection(_Queryable):
 
     def _straddling_members(self, raw, lo, hi):
         """Members below `hi` (and from `lo`) of the batch sitting at or after hi."""
-        items = raw.items(hi, self._end)
-        try:
-            for key_bytes, stored in items:
-                if stored[0] & batches.BATCH_FLAG:
-                    members = [m for m in self._members(stored) if lo <= m[0] < hi]
-                    return members[::-1]
-                break
-        finally:
-            items.close()
+        found = raw.first(hi, self._end)
+        if found is not None and found[1][0] & batches.BATCH_FLAG:
+            return [m for m in self._members(found[1]) if lo <= m[0] < hi][::-1]
         return []
 
     # --- reading -------------------------------------------------------------
@@ -823,14 +809,9 @@ class Index(_Queryable):
     def _first_entry(self, txn, raw, x):
         """The first entry key for index tuple `x`, and its length up to the record key."""
         # Entries for exactly x are packs(x), KEY_SEP, packed record key.
-        head = keylib.packs(x, self.prefix) + _ENTRY_SEP
-        keys = raw.keys(head, keylib.upper_bound(x, self.prefix, include=True))
-        try:
-            for entry in keys:
-                return entry, len(head)
-        finally:
-            keys.close()
-        return None
+        packed = keylib.packs(x, self.prefix)
+        found = raw.first(packed + _ENTRY_SEP, keylib.after_key(packed))
+        return None if found is None else (found[0], len(packed) + 1)
 
     def _first_record(self, txn, raw, x):
         found = self._first_entry(txn, raw, x)

@@ -14,6 +14,9 @@ into transactions. The whole interface:
     (descending starts at the largest key below ``hi``).
 ``engine.keys(lo=None, hi=None, reverse=False)``
     The same, yielding only keys.
+``engine.first(lo=None, hi=None, reverse=False) -> (key, value) | None``
+    The pair ``items()`` would yield first: a seek. The base class derives
+    it from ``items()``; engines override it for speed.
 ``engine.begin(write=False) -> Transaction``
     A transaction with the same five methods plus ``commit()`` and
     ``abort()``; also a context manager that commits on success and aborts
@@ -289,6 +292,14 @@ class Transaction:
         """Iterate the keys ``lo <= key < hi``, like :meth:`items`."""
         return _keys_only(self._checked_items(lo, hi, reverse))
 
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        items = self.items(lo, hi, reverse)
+        try:
+            return next(items, None)
+        finally:
+            items.close()
+
     def _checked_items(self, lo, hi, reverse):
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
@@ -553,6 +564,11 @@ class Engine:
             txn.abort()
             raise
         return _hold_transaction(txn, it)
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        with self.begin() as txn:
+            return txn.first(lo, hi, reverse)
 
     # Implemented by subclasses.
 
@@ -1186,6 +1202,20 @@ class _LmdbTransaction(Transaction):
         except lmdb.Error as exc:
             self._fail(exc, key)
         self.writes += 1
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        _check_bounds(lo, hi)
+        cursor = self._txn.cursor()
+        if reverse:
+            if _seek_before(cursor, hi) and (lo is None or cursor.key() >= lo):
+                return cursor.item()
+        elif cursor.first() if lo is None else cursor.set_range(lo):
+            if hi is None or cursor.key() < hi:
+                return cursor.item()
+        return None
 
     def _get(self, key):
         return self.get(key)

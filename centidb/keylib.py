@@ -37,7 +37,7 @@ from centidb.keyformat import (
 )
 
 __all__ = ['packs', 'unpacks', 'unpacks_list', 'prefix_range', 'upper_bound',
-           'next_prefix', 'Desc', 'IMPL']
+           'after_key', 'next_prefix', 'Desc', 'IMPL']
 
 _INVERT = bytes(range(255, -1, -1))
 _CONTINUATION_RUN = re.compile(rb'[\x80-\xff]*')
@@ -509,7 +509,16 @@ def upper_bound(key, prefix=b'', include=False):
     `key`), but no longer key such as ``key + (x,)``.
     """
     data = packs(key, prefix)
-    return data + _AFTER_KEY_SEP if include else data
+    return after_key(data) if include else data
+
+
+def after_key(data):
+    """Return the exclusive bound just past the packed key `data`.
+
+    It admits `data` and every packed list of keys starting with it (index
+    entries for that index tuple), but no longer key that extends it.
+    """
+    return data + _AFTER_KEY_SEP
 
 
 _AFTER_KEY_SEP = bytes([KEY_SEP + 1])

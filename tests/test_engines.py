@@ -133,9 +133,17 @@ def test_items_and_keys_over_all_bounds(engine):
                     assert got == want, (lo, hi, reverse)
                     assert list(txn.keys(lo, hi, reverse)) == \
                         [k for k, _ in want]
+                    assert txn.first(lo, hi, reverse) == (want[0] if want else None)
     # Engine-level iteration uses the same rules.
     assert list(engine.items(b'a', b'c')) == expected_items(model, b'a', b'c')
     assert list(engine.keys(hi=b'b', reverse=True)) == [b'a', b'\x00']
+    assert engine.first(b'a\x00', reverse=False) == (b'b', b'vb')
+    assert engine.first(hi=b'b', reverse=True) == (b'a', b'va')
+    with engine.begin(write=True) as txn:       # a write transaction sees its writes
+        txn.put(b'aa', b'new')
+        txn.delete(b'b')
+        assert txn.first(b'a\x00') == (b'aa', b'new')
+        assert txn.first(b'ab') == (b'ba', b'vba')
 
 
 def test_empty_ranges(engine):
