@@ -547,19 +547,16 @@ class Engine:
         The read transaction stays open until the iterator is exhausted or
         closed.
         """
-        txn = self.begin()
-        try:
-            it = txn.items(lo, hi, reverse)
-        except BaseException:
-            txn.abort()
-            raise
-        return _hold_transaction(txn, it)
+        return self._iterate_in_own_txn('items', lo, hi, reverse)
 
     def keys(self, lo=None, hi=None, reverse=False):
         """Iterate the keys ``lo <= key < hi``, like :meth:`items`."""
+        return self._iterate_in_own_txn('keys', lo, hi, reverse)
+
+    def _iterate_in_own_txn(self, method, lo, hi, reverse):
         txn = self.begin()
         try:
-            it = txn.keys(lo, hi, reverse)
+            it = getattr(txn, method)(lo, hi, reverse)
         except BaseException:
             txn.abort()
             raise
