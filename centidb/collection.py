@@ -28,7 +28,7 @@ Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
 """
 
 from centidb import batches, encodings, keylib
-from centidb.errors import IndexInconsistentError, IndexNotAddedError
+from centidb.errors import CorruptKeyError, IndexInconsistentError, IndexNotAddedError
 from centidb.keyformat import KEY_SEP
 
 __all__ = ['Collection', 'Index', 'Record']
@@ -248,14 +248,13 @@ class Collection(_Queryable):
     # --- encoding ----------------------------------------------------------------
 
     def _decode(self, stored):
-        if stored[0] == self._plain_id:
+        """The record value of a stored record."""
+        if stored[0] == self._plain_id:      # the common case, without a call
             return self._unpack(stored[1:])
-        packer = self.store._packers_by_id.get(stored[0])
-        if packer is None:
-            raise self.store._unknown_packer(stored[0], self.name)
-        return self._unpack(packer.unpack(stored[1:]))
+        return self._unpack(self._decode_raw(stored))
 
     def _decode_raw(self, stored):
+        """The encoder's bytes of a stored record (its packer undone)."""
         packer = self.store._packers_by_id.get(stored[0])
         if packer is None:
             raise self.store._unknown_packer(stored[0], self.name)
@@ -306,23 +305,22 @@ class Collection(_Queryable):
         encoded = self._pack(data)
         value = header + (packer or self.packer).pack(encoded)
         indexed = data if self._exact else self._unpack(encoded)
-        if key is None:
-            if self.key_func is not None:
-                key = _as_key(self.key_func(data))
-            elif self.txn_key_func is not None:
-                key = _as_key(self.txn_key_func(txn, data))
-        prefix = self.prefix
+        heads = None
         if key is not None:
             key = _as_key(key)
-            key_bytes = keylib.packs(key, prefix)
-            entry_tail = _ENTRY_SEP + key_bytes[len(prefix):]
-            entries = index_entries(self._index_specs, indexed, entry_tail)
+        elif self.key_func is not None:
+            key = _as_key(self.key_func(data))
+        elif self.txn_key_func is not None:
+            key = _as_key(self.txn_key_func(txn, data))
         else:
             # The counter moves only once all user code has succeeded.
             heads = index_entries(self._index_specs, indexed, _EMPTY)
             key = (self.store._count(raw, self.counter_name, 1, 1),)
-            key_bytes = keylib.packs(key, prefix)
-            entry_tail = _ENTRY_SEP + key_bytes[len(prefix):]
+        key_bytes = keylib.packs(key, self.prefix)
+        entry_tail = self._entry_tail(key_bytes)
+        if heads is None:
+            entries = index_entries(self._index_specs, indexed, entry_tail)
+        else:
             entries = [head + entry_tail for head in heads]
         limit = self.store.engine.max_key_size
         if limit is not None:
@@ -432,14 +430,13 @@ class Collection(_Queryable):
         # failure leaves the transaction as it was.
         writes, made = [], 0
         run, run_bytes = [], 0
-        start = len(self.prefix)
-        for key_bytes, stored in records:
-            member = (key_bytes[start:], self._decode_raw(stored))
+        for member in records:
             size = len(member[0]) + len(member[1])
             if len(member[0]) > batches.MAX_KEY_BYTES:
                 made += self._add_run(writes, run, packer_id, packer)
                 run, run_bytes = [], 0
-                writes.append((key_bytes, stored))      # too long to batch: stays plain
+                # Too long to batch: stays plain.
+                writes.append((self.prefix + member[0], self._plain_header + member[1]))
                 continue
             if run and (len(run) >= max_recs
                         or (max_bytes is not None and run_bytes + size > max_bytes)):
@@ -457,16 +454,20 @@ class Collection(_Queryable):
             self._info = dict(self._info, batched=True)
             self.store._save_collection_info(raw, self.name, self._info)
             self._batched = True
-        last = keylib.unpacks(records[-1][0], self.prefix) if records else None
+        last = keylib.unpacks(records[-1][0]) if records else None
         return len(records), made, last
 
     def _collect_for_batching(self, raw, lo_bytes, hi_bytes):
-        """Records in range (whole batches at the ends) and their physical keys."""
+        """Records in range (whole batches at the ends) and their physical keys.
+
+        Records are ``(packed key without prefix, encoded value)`` pairs.
+        """
         records, physical = [], []
+        start = len(self.prefix)
         for key_bytes, stored in raw.items(lo_bytes, self._end):
             if stored[0] & batches.BATCH_FLAG:
-                members = self._members(stored)
-                if members[0][0] >= hi_bytes:
+                members = self._raw_members(stored)
+                if self.prefix + members[0][0] >= hi_bytes:
                     break
                 records.extend(members)
                 physical.append(key_bytes)
@@ -475,7 +476,7 @@ class Collection(_Queryable):
             else:
                 if key_bytes >= hi_bytes:
                     break
-                records.append((key_bytes, stored))
+                records.append((key_bytes[start:], self._decode_raw(stored)))
                 physical.append(key_bytes)
         return records, physical
 
@@ -493,15 +494,18 @@ class Collection(_Queryable):
         writes.extend((self.prefix + key, self._plain_header + value) for key, value in run)
         return 0
 
-    def _members(self, stored):
-        """The members of a stored batch as ``(key bytes, stored value)``."""
+    def _raw_members(self, stored):
+        """A stored batch's members: ``(packed key without prefix, encoded value)``."""
         packer_id = batches.batch_packer_id(stored)
         packer = self.store._packers_by_id.get(packer_id)
         if packer is None:
             raise self.store._unknown_packer(packer_id, self.name)
+        return batches.decode_batch(stored, packer, self.name)
+
+    def _members(self, stored):
+        """A stored batch's members as ``(key bytes, stored value)``, like plain records."""
         prefix, header = self.prefix, self._plain_header
-        return [(prefix + key, header + value)
-                for key, value in batches.decode_batch(stored, packer, self.name)]
+        return [(prefix + key, header + value) for key, value in self._raw_members(stored)]
 
     def _covering_batch(self, raw, key_bytes):
         """The batch whose key range holds `key_bytes`: (physical key, stored) or None."""
@@ -524,18 +528,18 @@ class Collection(_Queryable):
         if found is None:
             return None
         physical_key, stored = found
-        members = self._members(stored)      # names a missing packer clearly
+        members = self._raw_members(stored)      # names a missing packer clearly
         packer_id = batches.batch_packer_id(stored)
         packer = self.store._packers_by_id[packer_id]
-        start = len(self.prefix)
+        key = key_bytes[len(self.prefix):]
         below, above, old = [], [], None
-        for member_key, member_stored in members:
-            if member_key < key_bytes:
-                below.append((member_key[start:], member_stored[1:]))
-            elif member_key > key_bytes:
-                above.append((member_key[start:], member_stored[1:]))
+        for member in members:
+            if member[0] < key:
+                below.append(member)
+            elif member[0] > key:
+                above.append(member)
             else:
-                old = member_stored
+                old = self._plain_header + member[1]
         writes = []
         if rejoin:
             self._add_run(writes, below + above, packer_id, packer, plain_single=True)
@@ -759,8 +763,18 @@ class Index(_Queryable):
         """Iterate ``(index tuple, record key, raw txn)`` for the query."""
         _check_query(reverse, max)
         lo_bytes, hi_bytes = _key_range(self.prefix, lo, hi, prefix, include)
-        return self.coll.store._iterate_entries(
-            txn, self.prefix, lo_bytes, hi_bytes, reverse, max)
+        return self.coll.store._iterate(txn, lo_bytes, hi_bytes, reverse, max,
+                                        self._split_entries)
+
+    def _split_entries(self, raw, lo, hi, reverse):
+        """Iterate the entries in [lo, hi) as ``(index tuple, record key, raw)``."""
+        unpacks_list = keylib.unpacks_list
+        for entry in raw.keys(lo, hi, reverse):
+            parts = unpacks_list(entry, self.prefix)
+            if len(parts) != 2:
+                raise CorruptKeyError(f'index entry {entry!r} does not hold an '
+                                      f'index tuple and a record key')
+            yield parts[0], parts[1], raw
 
     def pairs(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):

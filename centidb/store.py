@@ -36,7 +36,7 @@ from centidb import encodings, keylib
 from centidb.collection import Collection, Index, index_entries
 from centidb.engines import Engine, get_engine_class
 from centidb.errors import (
-    CorruptKeyError, EncoderMismatchError, EngineClosedError,
+    EncoderMismatchError, EngineClosedError,
     StoreFormatError, TransactionError, UnknownEncoderError,
 )
 
@@ -545,7 +545,11 @@ class Store:
         return own, own
 
     def _iterate(self, txn, lo, hi, reverse, max, source):
-        """Iterate ``source(raw txn, lo, hi, reverse)`` within a transaction."""
+        """Iterate ``source(raw txn, lo, hi, reverse)`` within a transaction.
+
+        The transaction is chosen now; a read transaction begun for this
+        iterator ends with it.
+        """
         raw, own = self._iteration_txn(txn)
         return self._iterate_raw(raw, own, lo, hi, reverse, max, source)
 
@@ -555,27 +559,6 @@ class Store:
             if max is not None:
                 items = itertools.islice(items, max)
             yield from items
-        finally:
-            if own is not None:
-                own.abort()
-
-    def _iterate_entries(self, txn, index_prefix, lo, hi, reverse, max):
-        """Iterate ``(index tuple, record key, raw txn)`` for index entries."""
-        raw, own = self._iteration_txn(txn)
-        return self._iterate_entries_raw(raw, own, index_prefix, lo, hi, reverse, max)
-
-    def _iterate_entries_raw(self, raw, own, index_prefix, lo, hi, reverse, max):
-        try:
-            keys = raw.keys(lo, hi, reverse)
-            if max is not None:
-                keys = itertools.islice(keys, max)
-            unpacks_list = keylib.unpacks_list
-            for key_bytes in keys:
-                parts = unpacks_list(key_bytes, index_prefix)
-                if len(parts) != 2:
-                    raise CorruptKeyError(f'index entry {key_bytes!r} does not hold '
-                                          f'an index tuple and a record key')
-                yield parts[0], parts[1], raw
         finally:
             if own is not None:
                 own.abort()
