@@ -226,8 +226,8 @@ class Transaction:
     def __init__(self, engine, write):
         self.engine = engine
         self.write = bool(write)
-        #: Grows with every put and delete: iterators that cache anything
-        #: compare it to notice the transaction's own writes.
+        #: Counts puts and deletes: iterators that cache anything compare
+        #: it to notice the transaction's own writes.
         self.writes = 0
         self._state = _OPEN
         self._registered = False
@@ -775,13 +775,6 @@ class _BufferedWrites:
         self._pending[key] = value
         if self._sorted is not None:
             self._sorted[key] = value
-        self.writes += 1
-
-    def _get(self, key):
-        return self.get(key)
-
-    def _put(self, key, value):
-        self.put(key, value)
 
 
 class _ListWriteTransaction(_BufferedWrites, Transaction):
@@ -813,6 +806,7 @@ class _ListWriteTransaction(_BufferedWrites, Transaction):
         if type(value) is not bytes:
             _not_bytes('value', value)
         self._remember(key, value)
+        self.writes += 1
 
     def _delete(self, key):
         self._remember(key, TOMBSTONE)
@@ -979,6 +973,7 @@ class _PlyvelTransaction(_BufferedWrites, Transaction):
             _not_bytes('value', value)
         self._batch.put(key, value)
         self._remember(key, value)
+        self.writes += 1
 
     def _delete(self, key):
         self._batch.delete(key)
@@ -1214,12 +1209,6 @@ class _LmdbTransaction(Transaction):
                 return cursor.item()
         return None
 
-    def _get(self, key):
-        return self.get(key)
-
-    def _put(self, key, value):
-        self.put(key, value)
-
     def _delete(self, key):
         try:
             self._txn.delete(key)
@@ -1227,7 +1216,6 @@ class _LmdbTransaction(Transaction):
             return  # too long to have been stored
         except lmdb.Error as exc:
             self._fail(exc, key)
-        self.writes += 1
 
     def _fail(self, exc, key):
         engine = self.engine
