@@ -286,7 +286,7 @@ class Collection(_Queryable):
         if txn is None:
             current = store._current_write_txn()
             if current is None:
-                with store._begin_own(True) as own:
+                with store.begin(True) as own:
                     return self._put(own, own.raw, rec, key, blind, packer, header)
             txn = current
         return self._put(txn, store._raw_txn(txn, True), rec, key, blind, packer, header)

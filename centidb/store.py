@@ -494,9 +494,6 @@ class Store:
             return None
         return txn
 
-    def _begin_own(self, write):
-        return self.begin(write)
-
     def _own_write_txn(self, what):
         """A write transaction for metadata changes, which must commit alone."""
         if self._current_write_txn() is not None:
