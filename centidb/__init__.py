@@ -1,11 +1,11 @@
 """centidb: an embedded, indexed document-collection database.
 
-``centidb.open(engine_name, **engine_options)`` opens a :class:`Store`;
-``store.collection(name, key_func=...)`` gives a :class:`Collection` whose
-records can be indexed with ``add_index``. The key codec is
-:mod:`centidb.keylib`, the storage engines are in :mod:`centidb.engines`,
-record encoders and packers in :mod:`centidb.encodings`, exceptions in
-:mod:`centidb.errors`.
+``centidb.open(engine_name, **engine_options)`` opens a
+:class:`~centidb.store.Store`; ``store.collection(name, key_func=...)`` gives a
+:class:`~centidb.collection.Collection` whose records can be indexed with
+``add_index``. The key codec is :mod:`centidb.keylib`, the storage engines are
+in :mod:`centidb.engines`, record encoders and packers in
+:mod:`centidb.encodings`, exceptions in :mod:`centidb.errors`.
 """
 
 from centidb.collection import Collection, Index, Record

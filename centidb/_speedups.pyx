@@ -76,6 +76,7 @@ FORMAT_CONSTANTS = {
 }
 
 cdef bytes _INVERT = bytes(range(255, -1, -1))
+cdef bytes _ENTRY_SEP = bytes([KEY_SEP])
 cdef object _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 cdef object _MAX_ORDINAL = _dt.date.max.toordinal()
 cdef object _US_PER_DAY = 86400 * 1000000
@@ -777,3 +778,140 @@ def index_entries(tuple specs, data, bytes tail):
         else:
             entries.append(pack_entry(result, prefix, tail))
     return entries
+
+
+cdef inline tuple as_key(object value):
+    """Mirrors centidb.collection._as_key."""
+    if type(value) is tuple:
+        return <tuple>value
+    return tuple(value) if isinstance(value, tuple) else (value,)
+
+
+cdef class RecordWriter:
+    """Mirrors centidb.collection.RecordWriter."""
+
+    cdef readonly object coll
+    cdef readonly bint usable
+    cdef readonly object encode, compress, key_func, limit
+    cdef readonly bytes header, prefix
+    cdef readonly tuple specs, indexes
+    cdef object record_class, delete_stale
+
+    def __init__(self, coll):
+        from centidb import collection, encodings
+        self.record_class = collection.Record
+        self.delete_stale = collection._delete_stale
+        self.coll = coll
+        self.usable = coll._exact and not coll._unbound and not coll._batched
+        self.encode = coll._pack
+        packer = coll.packer
+        self.compress = None if packer is encodings.PLAIN_PACKER else packer.pack
+        self.header = coll._packer_header
+        self.key_func = coll.key_func
+        self.prefix = coll.prefix
+        self.specs = coll._index_specs
+        self.indexes = coll._indexes
+        self.limit = coll.store.engine.max_key_size
+
+    def write(self, raw, data, key, blind):
+        """Mirrors centidb.collection.RecordWriter.write."""
+        cdef Py_ssize_t limit, prefix_length
+        cdef bytes key_bytes, value, entry_tail, entry
+        cdef list entries, writes
+        cdef bint too_long
+        if not self.usable or type(data) is self.record_class:
+            return None
+        if key is None:
+            if self.key_func is None:
+                return None
+            encoded = self.encode(data)
+            key = self.key_func(data)
+        else:
+            encoded = self.encode(data)
+        value = self.header + (encoded if self.compress is None else self.compress(encoded))
+        key = as_key(key)
+        key_bytes = pack_entry(key, self.prefix, b'')
+        prefix_length = PyBytes_GET_SIZE(self.prefix)
+        entry_tail = _ENTRY_SEP + key_bytes[prefix_length:]
+        entries = index_entries(self.specs, data, entry_tail)
+        if self.limit is not None:
+            limit = self.limit
+            too_long = PyBytes_GET_SIZE(key_bytes) > limit
+            for entry in entries:
+                if PyBytes_GET_SIZE(entry) > limit:
+                    too_long = True
+            if too_long:
+                self.coll._check_key_sizes(key, key_bytes, entries, self.limit)
+        if not blind and self.indexes:
+            old = raw.get(key_bytes)
+            if old is not None:
+                coll = self.coll
+                self.delete_stale(raw, coll._entries(coll._decode(old), entry_tail), entries)
+        writes = [(key_bytes, value)]
+        for entry in entries:
+            writes.append((entry, b''))
+        raw._put_many(writes)
+        return self.record_class(self.coll, data, key, value, entries, self.indexes)
+
+
+cdef bytes _AFTER_KEY_SEP = bytes([KEY_SEP + 1])
+
+
+cdef class RecordReader:
+    """Mirrors centidb.collection.RecordReader."""
+
+    cdef readonly object coll, store, txn_class, unpack, limit
+    cdef readonly bytes prefix
+    cdef readonly int plain_id
+
+    def __init__(self, coll):
+        from centidb.store import Transaction
+        self.coll = coll
+        self.store = coll.store
+        self.txn_class = Transaction
+        self.prefix = coll.prefix
+        self.plain_id = coll._plain_id
+        self.unpack = coll._unpack
+        self.limit = coll.store.engine.max_key_size
+
+    cdef object raw_of(self, txn):
+        if type(txn) is self.txn_class and txn.store is self.store:
+            raw = txn.raw
+            if raw is not None:
+                return raw
+        return self.store._raw_txn(txn, False)
+
+    cdef object stored(self, raw, bytes key_bytes):
+        fast_get = raw._fast_get
+        if fast_get is None or (self.limit is not None
+                                and PyBytes_GET_SIZE(key_bytes) > <Py_ssize_t>self.limit):
+            return raw.get(key_bytes)
+        return fast_get(key_bytes)
+
+    cdef object decode(self, stored):
+        if type(stored) is bytes:
+            if (PyBytes_GET_SIZE(stored)
+                    and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id):
+                return self.unpack(stored[1:])
+        elif stored[0] == self.plain_id:
+            return self.unpack(stored[1:])
+        return self.coll._decode(stored)
+
+    def get(self, txn, key, default):
+        """Mirrors centidb.collection.RecordReader.get."""
+        key_bytes = pack_entry(as_key(key), self.prefix, b'')
+        stored = self.stored(self.raw_of(txn), key_bytes)
+        return default if stored is None else self.decode(stored)
+
+    def index_get(self, txn, index, x, default):
+        """Mirrors centidb.collection.RecordReader.index_get."""
+        cdef bytes packed = pack_entry(as_key(x), index.prefix, b'')
+        raw = self.raw_of(txn)
+        found = raw.first(packed + _ENTRY_SEP, packed + _AFTER_KEY_SEP)
+        if found is None:
+            return default
+        entry = found[0]
+        stored = self.stored(raw, self.prefix + entry[PyBytes_GET_SIZE(packed) + 1:])
+        if stored is None:
+            raise index._missing_record_error()
+        return self.decode(stored)

@@ -30,9 +30,11 @@ __all__ = ['BATCH_FLAG', 'MAX_MEMBERS', 'MAX_KEY_BYTES', 'MAX_VALUE_BYTES',
 
 #: Set in the first value byte of a batch.
 BATCH_FLAG = 0x80
-#: Format limits: member count, member key length, member value length.
+#: Most members a batch holds.
 MAX_MEMBERS = 0xFFFF
+#: Longest packed member key (without the collection prefix), in bytes.
 MAX_KEY_BYTES = 0xFFFF
+#: Longest member value (the encoder's bytes), in bytes.
 MAX_VALUE_BYTES = 0xFFFFFFFF
 
 _COUNT = struct.Struct('>H')
@@ -41,19 +43,36 @@ _SEP = bytes([KEY_SEP])
 
 
 def is_batch(value):
-    """True if a stored value is a batch (not a plain record)."""
+    """Return True if a stored value is a batch (not a plain record).
+
+    :param value: a stored value (non-empty ``bytes``).
+    """
     return value[0] & BATCH_FLAG != 0
 
 
 def batch_key(prefix, members):
-    """The physical key of a batch of `members` (sorted ``(key, value)``)."""
+    """Return the physical key of a batch.
+
+    :param prefix: the collection's prefix (``bytes``).
+    :param members: the batch's ``(packed key, encoded value)`` pairs,
+        sorted by key; keys without the collection prefix.
+    :returns: ``bytes``: `prefix`, the last key, ``KEY_SEP``, the first key.
+    """
     return prefix + members[-1][0] + _SEP + members[0][0]
 
 
 def encode_batch(packer_id, packer, members):
     """Return the stored value of a batch of ``(packed key, encoded value)``.
 
-    `members` must be sorted by key and fit the format limits.
+    :param packer_id: the store's id for `packer` (below ``0x80``).
+    :param packer: the :class:`~centidb.encodings.Encoder` that compresses
+        the payload.
+    :param members: ``(packed key, encoded value)`` pairs, sorted by key,
+        keys without the collection prefix.
+    :returns: the value to store, as ``bytes``.
+    :raises ValueError: if there are no members or more than
+        :data:`MAX_MEMBERS`, or a key or value exceeds
+        :data:`MAX_KEY_BYTES` or :data:`MAX_VALUE_BYTES`.
     """
     if not 1 <= len(members) <= MAX_MEMBERS:
         raise ValueError(f'a batch holds 1 to {MAX_MEMBERS} records, not {len(members)}')
@@ -69,15 +88,24 @@ def encode_batch(packer_id, packer, members):
 
 
 def batch_packer_id(value):
-    """The id of the packer that compressed a stored batch."""
+    """Return the id of the packer that compressed a stored batch.
+
+    :param value: a stored batch (see :func:`is_batch`).
+    """
     return value[0] & ~BATCH_FLAG
 
 
 def decode_batch(value, packer, coll_name):
     """Return the ``(packed key, encoded value)`` members of a stored batch.
 
-    `packer` is the registered packer for :func:`batch_packer_id`. Raises
-    :class:`~centidb.errors.CorruptRecordError` for a malformed batch.
+    :param value: the stored batch.
+    :param packer: the registered packer for :func:`batch_packer_id`.
+    :param coll_name: the collection's name, for error messages.
+    :returns: a ``list`` of ``(packed key, encoded value)`` pairs in key
+        order, keys without the collection prefix.
+    :raises ~centidb.errors.CorruptRecordError: for a malformed batch.
+        An error from ``packer.unpack`` (e.g. ``zlib.error`` for corrupt
+        compressed data) propagates as it is.
     """
     if len(value) < 3:
         raise CorruptRecordError(f'truncated batch in collection {coll_name!r}')

@@ -6,7 +6,7 @@ tuples through a plain Python function. Both are prefix views of the
 store's engine; the byte layout is in ``docs/format.rst``.
 
 Every read and write method takes ``txn=``, a transaction from
-:meth:`centidb.Store.begin`. Without it, a call runs in a transaction of its
+:meth:`centidb.store.Store.begin`. Without it, a call runs in a transaction of its
 own, or joins the write transaction this thread has open on the store.
 
 Query parameters, shared by every iterating method and by ``count()``:
@@ -40,11 +40,16 @@ _EMPTY = b''
 class Record:
     """A record as stored: its key, its value (``data``), and update state.
 
-    ``key`` is the record's key tuple, or ``None`` for a record not yet
-    stored. ``data`` is the value. A Record returned by ``put()`` or by
-    ``get(..., rec=True)`` also remembers the stored bytes and index entries,
-    so that a later ``put()`` of it can skip decoding the old version when
-    the store still holds exactly what was read.
+    A Record returned by ``put()`` or by ``get(..., rec=True)`` also
+    remembers the stored bytes and index entries, so that a later ``put()``
+    of it can skip decoding the old version when the store still holds
+    exactly what was read. The arguments are kept as attributes of the same
+    names; the ones starting with ``_`` are that private state.
+
+    :param coll: the :class:`Collection` the record belongs to.
+    :param data: the record's value.
+    :param key: the record's key tuple, or ``None`` for a record not yet
+        stored.
     """
 
     __slots__ = ('coll', 'data', 'key', '_stored', '_entries', '_indexes')
@@ -81,12 +86,22 @@ def _as_key(value):
 def index_entries(specs, data, tail):
     """Return the index entry keys of one record.
 
-    `specs` is a tuple of ``(index function, index prefix)`` pairs. Each
-    function's result (``None``: nothing; a list: one tuple per element; a
-    tuple or bare value: one tuple) is packed under its prefix and followed
-    by `tail` (the separator and packed record key; ``b''`` gives just the
-    packed index tuples). The compiled twin ``_speedups.index_entries`` is
-    used when active and gives identical results.
+    The compiled twin ``_speedups.index_entries`` is used when active and
+    gives identical results. An exception raised by an index function
+    propagates.
+
+    :param specs: a ``tuple`` of ``(index function, index prefix)`` pairs.
+        Each function's result (``None``: nothing; a list: one tuple per
+        element; a tuple or bare value: one tuple) is packed under its
+        prefix and followed by `tail`.
+    :param data: the record value passed to each index function.
+    :param tail: ``bytes`` after each packed index tuple: the separator and
+        packed record key; ``b''`` gives just the packed index tuples.
+    :returns: a ``list`` of entry keys (``bytes``), in `specs` order.
+    :raises ~centidb.errors.UnsupportedKeyTypeError: as
+        :func:`~centidb.keylib.packs`, for an index tuple it cannot encode.
+    :raises ~centidb.errors.KeyEncodingError: as
+        :func:`~centidb.keylib.packs`.
     """
     entries = []
     packs = keylib.packs
@@ -109,6 +124,174 @@ index_entries_python = index_entries
 if keylib.SPEEDUPS is not None:
     index_entries = keylib.SPEEDUPS.index_entries
     index_entries.__doc__ = index_entries_python.__doc__
+
+
+def _delete_stale(raw, old_entries, entries):
+    """Delete the index entries of a record's old version it no longer has."""
+    if old_entries:
+        keep = set(entries)
+        for entry in old_entries:
+            if entry not in keep:
+                raw.delete(entry)
+
+
+class RecordWriter:
+    """The common case of :meth:`Collection.put`, prepared for one collection.
+
+    It holds what a put needs from the collection; the collection makes a
+    new one whenever its indexes or batching change. :meth:`write` handles
+    a put of a plain value (not a :class:`Record`) with a key or a
+    ``key_func``, an exact encoder, the collection's own packer, no unbound
+    indexes and no batches. The compiled twin ``_speedups.RecordWriter`` is
+    used when active and behaves identically.
+
+    :param coll: the :class:`Collection`.
+    """
+
+    def __init__(self, coll):
+        self.coll = coll
+        self.usable = coll._exact and not coll._unbound and not coll._batched
+        self.encode = coll._pack
+        # The plain packer is the identity: skip the call.
+        packer = coll.packer
+        self.compress = None if packer is encodings.PLAIN_PACKER else packer.pack
+        self.header = coll._packer_header
+        self.key_func = coll.key_func
+        self.prefix = coll.prefix
+        self.specs = coll._index_specs
+        self.indexes = coll._indexes
+        self.limit = coll.store.engine.max_key_size
+
+    def write(self, raw, data, key, blind):
+        """Store `data` through the engine transaction `raw`; return its Record.
+
+        Raises what the key function, index functions, encoder or engine
+        raise, having written nothing.
+
+        :param raw: the open, writable engine
+            :class:`~centidb.engines.Transaction`.
+        :param data: the record value.
+        :param key: the key, or ``None`` to use the collection's ``key_func``.
+        :param blind: as for :meth:`Collection.put`.
+        :returns: the stored :class:`Record`, or ``None``, having called no
+            user code and written nothing, when the put is not the common
+            case.
+        """
+        if not self.usable or type(data) is Record:
+            return None
+        if key is None:
+            if self.key_func is None:
+                return None
+            encoded = self.encode(data)
+            key = self.key_func(data)
+        else:
+            encoded = self.encode(data)
+        value = self.header + (encoded if self.compress is None else self.compress(encoded))
+        key = _as_key(key)
+        key_bytes = keylib.packs(key, self.prefix)
+        entry_tail = _ENTRY_SEP + key_bytes[len(self.prefix):]
+        entries = index_entries(self.specs, data, entry_tail)
+        if self.limit is not None:
+            self.coll._check_key_sizes(key, key_bytes, entries, self.limit)
+        if not blind and self.indexes:
+            old = raw.get(key_bytes)
+            if old is not None:
+                coll = self.coll
+                _delete_stale(raw, coll._entries(coll._decode(old), entry_tail), entries)
+        writes = [(key_bytes, value)]
+        writes += [(entry, _EMPTY) for entry in entries]
+        raw._put_many(writes)
+        return Record(self.coll, data, key, value, entries, self.indexes)
+
+
+#: The pure-Python version, whichever is active (for parity tests).
+RecordWriter_python = RecordWriter
+if keylib.SPEEDUPS is not None:
+    RecordWriter = keylib.SPEEDUPS.RecordWriter
+
+
+class RecordReader:
+    """The common case of :meth:`Collection.get` and :meth:`Index.get`.
+
+    Prepared for one collection that holds no batches, like
+    :class:`RecordWriter`: it reads through the engine transaction's
+    unchecked getter when it has one, and decodes plain records inline. The
+    compiled twin ``_speedups.RecordReader`` is used when active and
+    behaves identically.
+
+    :param coll: the :class:`Collection`.
+    """
+
+    def __init__(self, coll):
+        from centidb.store import Transaction  # centidb.store imports this module
+        self.coll = coll
+        self.store = coll.store
+        self.txn_class = Transaction
+        self.prefix = coll.prefix
+        self.plain_id = coll._plain_id
+        self.unpack = coll._unpack
+        self.limit = coll.store.engine.max_key_size
+
+    def _raw(self, txn):
+        if type(txn) is self.txn_class and txn.store is self.store:
+            raw = txn.raw
+            if raw is not None:
+                return raw
+        return self.store._raw_txn(txn, False)   # raises the right error
+
+    def _stored(self, raw, key_bytes):
+        fast_get = raw._fast_get
+        if fast_get is None or (self.limit is not None and len(key_bytes) > self.limit):
+            return raw.get(key_bytes)
+        return fast_get(key_bytes)
+
+    def _decode(self, stored):
+        if stored[0] == self.plain_id:
+            return self.unpack(stored[1:])
+        return self.coll._decode(stored)
+
+    def get(self, txn, key, default):
+        """Return the value stored under `key`, or `default`.
+
+        :param txn: a :class:`~centidb.store.Transaction` of the store.
+        :param key: the key tuple (a bare value means a 1-tuple).
+        :param default: returned when nothing is stored under `key`.
+        :returns: the decoded record value, or `default`.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
+        key_bytes = keylib.packs(_as_key(key), self.prefix)
+        stored = self._stored(self._raw(txn), key_bytes)
+        return default if stored is None else self._decode(stored)
+
+    def index_get(self, txn, index, x, default):
+        """Return the value of the first record whose `index` tuple is `x`.
+
+        :param txn: a :class:`~centidb.store.Transaction` of the store.
+        :param index: an :class:`Index` of the collection.
+        :param x: the index tuple (a bare value means a 1-tuple).
+        :param default: returned when no record has that index tuple.
+        :returns: the decoded record value, or `default`.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.IndexInconsistentError: if the entry points
+            at a missing record.
+        """
+        packed = keylib.packs(_as_key(x), index.prefix)
+        raw = self._raw(txn)
+        found = raw.first(packed + _ENTRY_SEP, keylib.after_key(packed))
+        if found is None:
+            return default
+        stored = self._stored(raw, self.prefix + found[0][len(packed) + 1:])
+        if stored is None:
+            raise index._missing_record_error()
+        return self._decode(stored)
+
+
+#: The pure-Python version, whichever is active (for parity tests).
+RecordReader_python = RecordReader
+if keylib.SPEEDUPS is not None:
+    RecordReader = keylib.SPEEDUPS.RecordReader
 
 
 def _check_query(reverse, max):
@@ -142,22 +325,74 @@ class _Queryable:
 
     def find(self, lo=None, hi=None, prefix=None, reverse=False, include=False,
              txn=None, default=None):
-        """Return the value of the first matching record, or `default`."""
+        """Return the value of the first matching record, or `default`.
+
+        For an index: the value of the record the first matching entry
+        points to.
+
+        :param lo: the lowest key (index tuple, for an index) included; a
+            bare value means a 1-tuple.
+        :param hi: the key at which to stop, excluded unless `include`.
+        :param prefix: only keys that start with this tuple (see the module
+            doc).
+        :param reverse: start from the highest key, going down.
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :param default: returned when nothing matches.
+        :returns: the record's value, or `default`.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+            with a packer not registered in this session.
+        :raises ~centidb.errors.IndexInconsistentError: (an index) if the
+            entry points at a missing record.
+        """
         for value in self.values(lo, hi, prefix, reverse, 1, include, txn):
             return value
         return default
 
     def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
-        """Return how many records (or index entries) match the query."""
+        """Return how many records (or index entries) match the query.
+
+        :param lo: the lowest key (index tuple, for an index) included; a
+            bare value means a 1-tuple.
+        :param hi: the key at which to stop, excluded unless `include`.
+        :param prefix: only keys that start with this tuple (see the module
+            doc).
+        :param reverse: start from the highest key, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: the count, at most `max`.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
         return sum(1 for _ in self._matches(txn, lo, hi, prefix, reverse, max, include))
 
 
 class Collection(_Queryable):
     """A named set of records in a store, with its indexes.
 
-    Made by :meth:`centidb.Store.collection`; see there for the arguments.
-    ``indices`` maps index names to :class:`Index` objects.
+    Made by :meth:`centidb.store.Store.collection`, not directly; see there
+    for the arguments users give. ``indices`` maps index names to the
+    :class:`Index` objects added in this session. ``len(coll)`` is
+    ``coll.count()``.
+
+    :param store: the :class:`~centidb.store.Store`.
+    :param name: the collection's name.
+    :param info: its metadata ``dict`` (``'id'``, ``'encoder'``,
+        ``'packer'``, ``'counter'``, ``'batched'``).
+    :param key_func: ``key_func(record)``, or ``None``.
+    :param txn_key_func: ``txn_key_func(txn, record)``, or ``None``.
+    :param encoder: the record :class:`~centidb.encodings.Encoder`.
+    :param packer: the default packer (an ``Encoder``).
+    :param stored_indexes: a ``dict`` from the name to the prefix id of
+        each index stored for the collection.
     """
 
     def __init__(self, store, name, info, key_func, txn_key_func, encoder,
@@ -189,6 +424,7 @@ class Collection(_Queryable):
         # Once a collection holds batches, reads that miss and every write
         # look for a batch covering the key (see centidb.batches).
         self._batched = bool(info.get('batched'))
+        self._prepare_fast_paths()
 
     def __repr__(self):
         return f'<Collection {self.name!r} of {self.store!r}>'
@@ -198,12 +434,23 @@ class Collection(_Queryable):
     def add_index(self, name, func):
         """Add (or, after a reopen, re-add) the index `name`; return it.
 
-        `func(record)` returns ``None`` (no entry), a value or tuple (one
-        entry), or a list (one entry per element). Functions are not stored:
-        after reopening a store, call ``add_index`` again for every index,
-        or writes raise :class:`~centidb.errors.IndexNotAddedError`. A new
-        index on a collection that already holds records is filled in for
-        them, in one write transaction.
+        Functions are not stored: after reopening a store, call
+        ``add_index`` again for every index, or writes raise
+        :class:`~centidb.errors.IndexNotAddedError`. A new index on a
+        collection that already holds records is filled in for them, in a
+        write transaction of its own; if `func` raises meanwhile, the
+        exception propagates and the index is not created.
+
+        :param name: the index's name, a non-empty ``str``.
+        :param func: ``func(record)`` returns ``None`` (no entry), a value or
+            tuple (one entry), or a list (one entry per element).
+        :returns: the :class:`Index`.
+        :raises TypeError: for an empty or non-``str`` `name`, or a `func`
+            that is not callable.
+        :raises ValueError: if the index was already added in this session.
+        :raises ~centidb.errors.TransactionError: when creating a new index
+            while this thread has a write transaction open on the store.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         if not isinstance(name, str) or not name:
             raise TypeError(f'index name must be a non-empty str, not {name!r}')
@@ -216,17 +463,31 @@ class Collection(_Queryable):
         self._set_indexes(self._indexes + (index,))
         self._stored_indexes[index.name] = index.index_id
         self._unbound.discard(index.name)
+        self._prepare_fast_paths()
 
     def drop_index(self, name):
         """Delete the index `name` and all its entries from the store.
 
-        Like ``add_index``, this commits in a transaction of its own.
+        Like ``add_index``, this commits in a transaction of its own. The
+        index need not have been added in this session.
+
+        :param name: the index's name.
+        :raises KeyError: if the collection has no stored index `name`.
+        :raises ~centidb.errors.TransactionError: while this thread has a
+            write transaction open on the store.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self.store._drop_index(self, name)
 
     def _set_indexes(self, indexes):
         self._indexes = indexes
         self._index_specs = tuple((index.func, index.prefix) for index in indexes)
+        self._prepare_fast_paths()
+
+    def _prepare_fast_paths(self):
+        """Prepare put() and get() again after the indexes or batching changed."""
+        self._writer = RecordWriter(self)
+        self._reader = RecordReader(self)
 
     def _check_writable(self):
         if self._unbound:
@@ -267,16 +528,36 @@ class Collection(_Queryable):
 
         The key is `key` if given, else ``key_func(rec)``, else
         ``txn_key_func(txn, rec)``, else the next value of the collection's
-        counter. `rec` may be a :class:`Record`, whose key is reused.
+        counter. If the key function, an index function or the encoder
+        raises, nothing is written and the exception propagates.
 
-        With ``blind=False`` any record already under the key is read so its
-        stale index entries are removed. ``blind=True`` skips that read: the
-        caller promises the key is new (if it is not, the old record's index
-        entries that differ are left behind, pointing at the new record).
-
-        `packer` compresses this record (default: the collection's packer).
-        If the key function, an index function or the encoder raises,
-        nothing is written and the exception propagates.
+        :param rec: the record value, or a :class:`Record`, whose ``data``
+            is stored and whose ``key`` (if not ``None``) is reused.
+        :param key: the key tuple (a bare value means a 1-tuple).
+        :param blind: false: any record already under the key is read so
+            its stale index entries are removed. True skips that read: the
+            caller promises the key is new (if it is not, the old record's
+            index entries that differ are left behind, pointing at the new
+            record).
+        :param txn: a write :class:`~centidb.store.Transaction` of the store
+            (default: see the module doc).
+        :param packer: the :class:`~centidb.encodings.Encoder` that
+            compresses this record (default: the collection's packer).
+        :returns: the stored :class:`Record`.
+        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
+            added in this session.
+        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key or index
+            tuple element the key codec cannot encode (also
+            :class:`~centidb.errors.KeyEncodingError`, as
+            :func:`~centidb.keylib.packs`).
+        :raises ValueError: if the packed key or an index entry is longer
+            than the engine's ``max_key_size``.
+        :raises TypeError: if `txn` is not a transaction of this store, or
+            `packer` not an ``Encoder``.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.UnknownEncoderError: if `packer` is new to
+            the store while this thread has a write transaction open.
         """
         store = self.store
         if packer is None:
@@ -284,12 +565,18 @@ class Collection(_Queryable):
         else:
             header = bytes([store._encoder_id(packer)])
         if txn is None:
-            current = store._current_write_txn()
-            if current is None:
+            txn = store._current_write_txn()
+            if txn is None:
                 with store.begin(True) as own:
-                    return self._put(own, own.raw, rec, key, blind, packer, header)
-            txn = current
-        return self._put(txn, store._raw_txn(txn, True), rec, key, blind, packer, header)
+                    return self.put(rec, key, blind, own, packer)
+            raw = txn.raw
+        else:
+            raw = store._raw_txn(txn, True)
+        if packer is None:
+            record = self._writer.write(raw, rec, key, blind)
+            if record is not None:
+                return record
+        return self._put(txn, raw, rec, key, blind, packer, header)
 
     def _put(self, txn, raw, rec, key, blind, packer, header):
         if self._unbound:
@@ -336,14 +623,10 @@ class Collection(_Queryable):
                     old_entries = old_record._entries
                 else:
                     old_entries = self._entries(self._decode(old), entry_tail)
-                if old_entries:
-                    keep = set(entries)
-                    for entry in old_entries:
-                        if entry not in keep:
-                            raw.delete(entry)
-        raw.put(key_bytes, value)
-        for entry in entries:
-            raw.put(entry, _EMPTY)
+                _delete_stale(raw, old_entries, entries)
+        writes = [(key_bytes, value)]
+        writes += [(entry, _EMPTY) for entry in entries]
+        raw._put_many(writes)
         return Record(self, data, key, value, entries, self._indexes)
 
     def _check_key_sizes(self, key, key_bytes, entries, limit):
@@ -362,8 +645,20 @@ class Collection(_Queryable):
     def delete(self, key, txn=None):
         """Delete the record under `key` (or a :class:`Record`'s key).
 
-        Removes its index entries too. Returns the deleted :class:`Record`,
-        or ``None`` if there was no such record.
+        Removes its index entries too.
+
+        :param key: the key tuple (a bare value means a 1-tuple), or a
+            stored :class:`Record`.
+        :param txn: a write :class:`~centidb.store.Transaction` of the store
+            (default: see the module doc).
+        :returns: the deleted :class:`Record`, or ``None`` if there was no
+            such record.
+        :raises ValueError: for a :class:`Record` that was never stored.
+        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
+            added in this session.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
         """
         if type(key) is Record:
             if key.key is None:
@@ -395,17 +690,40 @@ class Collection(_Queryable):
               packer=encodings.ZLIB_PACKER, txn=None):
         """Store runs of adjacent records in the range as compressed batches.
 
-        Every record in the range (query parameters as for :meth:`items`) is
-        rewritten into batches of at most `max_recs` records and at most
-        `max_bytes` bytes of keys and encoded values (a record larger than
-        `max_bytes` makes a batch by itself), each compressed with `packer`
-        as one value. Batches that straddle the range ends are rewritten
-        whole. Reads and writes keep working on batched records; index
-        entries are unchanged. Returns ``(records found, batches made, last
-        key)`` where `last key` is the key of the last record rewritten (or
-        ``None``), so a long range can be batched in pieces.
+        Every record in the range is rewritten into batches, each compressed
+        with `packer` as one value. Batches that straddle the range ends are
+        rewritten whole. Reads and writes keep working on batched records;
+        index entries are unchanged. The whole range is held in memory while
+        it is rewritten.
 
-        The whole range is held in memory while it is rewritten.
+        :param lo: the lowest key included, as for :meth:`items`.
+        :param hi: the key at which to stop (excluded), as for :meth:`items`.
+        :param prefix: only keys that start with this tuple, as for
+            :meth:`items`.
+        :param max_recs: the most records in one batch (default and maximum
+            :data:`~centidb.batches.MAX_MEMBERS`).
+        :param max_bytes: the most bytes of keys and encoded values in one
+            batch (default: no limit); a record larger than this makes a
+            batch by itself.
+        :param packer: the :class:`~centidb.encodings.Encoder` that
+            compresses each batch.
+        :param txn: a write :class:`~centidb.store.Transaction` of the store
+            (default: see the module doc).
+        :returns: ``(records found, batches made, last key)``, where `last
+            key` is the key of the last record rewritten (or ``None``), so a
+            long range can be batched in pieces.
+        :raises TypeError: if `max_recs` or `max_bytes` is not an ``int``,
+            `packer` not an ``Encoder``, or `txn` not a transaction of this
+            store.
+        :raises ValueError: if `max_recs` or `max_bytes` is outside what the
+            batch format holds.
+        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
+            added in this session.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.UnknownEncoderError: if `packer` is new to
+            the store while this thread has a write transaction open, or a
+            record in the range was packed with an unregistered packer.
         """
         limits = {'max_recs': (max_recs, batches.MAX_MEMBERS),
                   'max_bytes': (max_bytes, batches.MAX_VALUE_BYTES)}
@@ -454,6 +772,7 @@ class Collection(_Queryable):
             self._info = dict(self._info, batched=True)
             self.store._save_collection_info(raw, self.name, self._info)
             self._batched = True
+            self._prepare_fast_paths()
         last = keylib.unpacks(records[-1][0]) if records else None
         return len(records), made, last
 
@@ -660,9 +979,23 @@ class Collection(_Queryable):
     def get(self, key, default=None, txn=None, raw=False, rec=False):
         """Return the value stored under `key`, or `default`.
 
-        ``raw=True`` returns the encoded bytes (after the packer) without
-        decoding them; ``rec=True`` returns a :class:`Record`.
+        :param key: the key tuple (a bare value means a 1-tuple).
+        :param default: returned when there is no record under `key`.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :param raw: return the encoder's bytes (the packer undone) instead
+            of decoding them.
+        :param rec: return a :class:`Record` (ignored with `raw`).
+        :returns: the value, its bytes or a :class:`Record`, or `default`.
+        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
+            the key codec cannot encode (see :func:`~centidb.keylib.packs`).
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+            with a packer not registered in this session.
         """
+        if txn is not None and not (raw or rec or self._batched):
+            return self._reader.get(txn, key, default)
         key = _as_key(key)
         key_bytes = keylib.packs(key, self.prefix)
         store = self.store
@@ -687,7 +1020,23 @@ class Collection(_Queryable):
         return data
 
     def get_many(self, keys, default=None, txn=None):
-        """Return a list with the value of each key in `keys` (or `default`)."""
+        """Return a list with the value of each key in `keys` (or `default`).
+
+        All are read in one transaction.
+
+        :param keys: an iterable of key tuples (a bare value means a
+            1-tuple).
+        :param default: the item for a key with no record.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: a ``list``, in the order of `keys`.
+        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
+            the key codec cannot encode (see :func:`~centidb.keylib.packs`).
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+            with a packer not registered in this session.
+        """
         packed = [keylib.packs(_as_key(key), self.prefix) for key in keys]
         stored = self.store._run(txn, False, self._get_stored_many, packed)
         decode = self._decode
@@ -701,19 +1050,71 @@ class Collection(_Queryable):
 
     def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
-        """Iterate ``(key, value)`` pairs in key order (query parameters above)."""
+        """Iterate ``(key, value)`` pairs in key order.
+
+        :param lo: the lowest key included; a bare value means a 1-tuple.
+        :param hi: the key at which to stop, excluded unless `include`.
+        :param prefix: only keys that start with this tuple (see the module
+            doc).
+        :param reverse: start from the highest key, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of ``(key tuple, value)``.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
+            record packed with a packer not registered in this session.
+        """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
         return _decoded_items(pairs, len(self.prefix), self._decode)
 
     def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
              include=False, txn=None):
-        """Iterate keys in key order (query parameters above)."""
+        """Iterate keys in key order.
+
+        :param lo: the lowest key included; a bare value means a 1-tuple.
+        :param hi: the key at which to stop, excluded unless `include`.
+        :param prefix: only keys that start with this tuple (see the module
+            doc).
+        :param reverse: start from the highest key, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of key tuples.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
         return _decoded_keys(pairs, len(self.prefix))
 
     def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
                include=False, txn=None):
-        """Iterate values in key order (query parameters above)."""
+        """Iterate values in key order.
+
+        :param lo: the lowest key included; a bare value means a 1-tuple.
+        :param hi: the key at which to stop, excluded unless `include`.
+        :param prefix: only keys that start with this tuple (see the module
+            doc).
+        :param reverse: start from the highest key, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of record values.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
+            record packed with a packer not registered in this session.
+        """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
         return _decoded_values(pairs, self._decode)
 
@@ -746,7 +1147,13 @@ class Index(_Queryable):
 
     Query methods range over index tuples with the collection's query
     parameters. Values are read in the same transaction (snapshot) as the
-    index entries.
+    index entries. Made by :meth:`Collection.add_index`, not directly; the
+    arguments are kept as attributes of the same names.
+
+    :param coll: the :class:`Collection` indexed.
+    :param name: the index's name.
+    :param index_id: the index's prefix id in the store.
+    :param func: the index function (see :meth:`Collection.add_index`).
     """
 
     def __init__(self, coll, name, index_id, func):
@@ -778,32 +1185,130 @@ class Index(_Queryable):
 
     def pairs(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
-        """Iterate ``(index tuple, record key)`` pairs."""
+        """Iterate ``(index tuple, record key)`` pairs, one per matching entry.
+
+        :param lo: the lowest index tuple included; a bare value means a
+            1-tuple.
+        :param hi: the index tuple at which to stop, excluded unless
+            `include`.
+        :param prefix: only index tuples that start with this tuple (see the
+            module doc).
+        :param reverse: start from the highest index tuple, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of ``(index tuple, key tuple)``.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         return ((tup, key) for tup, key, _ in entries)
 
     def tups(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
              include=False, txn=None):
-        """Iterate index tuples (one per entry)."""
+        """Iterate index tuples (one per matching entry).
+
+        :param lo: the lowest index tuple included; a bare value means a
+            1-tuple.
+        :param hi: the index tuple at which to stop, excluded unless
+            `include`.
+        :param prefix: only index tuples that start with this tuple (see the
+            module doc).
+        :param reverse: start from the highest index tuple, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of index tuples.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         return (tup for tup, _, _ in entries)
 
     def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
              include=False, txn=None):
-        """Iterate the keys of the records the matching entries point to."""
+        """Iterate the keys of the records the matching entries point to.
+
+        :param lo: the lowest index tuple included; a bare value means a
+            1-tuple.
+        :param hi: the index tuple at which to stop, excluded unless
+            `include`.
+        :param prefix: only index tuples that start with this tuple (see the
+            module doc).
+        :param reverse: start from the highest index tuple, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of key tuples, one per entry.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         return (key for _, key, _ in entries)
 
     def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
-        """Iterate ``(index tuple, record value)`` pairs."""
+        """Iterate ``(index tuple, record value)`` pairs, one per matching entry.
+
+        :param lo: the lowest index tuple included; a bare value means a
+            1-tuple.
+        :param hi: the index tuple at which to stop, excluded unless
+            `include`.
+        :param prefix: only index tuples that start with this tuple (see the
+            module doc).
+        :param reverse: start from the highest index tuple, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of ``(index tuple, value)``.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
+            record packed with a packer not registered in this session.
+        :raises ~centidb.errors.IndexInconsistentError: (while iterating)
+            for an entry that points at a missing record.
+        """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         coll = self.coll
         return ((tup, coll._decode(_fetch(raw, coll, key))) for tup, key, raw in entries)
 
     def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
                include=False, txn=None):
-        """Iterate the values of the records the matching entries point to."""
+        """Iterate the values of the records the matching entries point to.
+
+        :param lo: the lowest index tuple included; a bare value means a
+            1-tuple.
+        :param hi: the index tuple at which to stop, excluded unless
+            `include`.
+        :param prefix: only index tuples that start with this tuple (see the
+            module doc).
+        :param reverse: start from the highest index tuple, going down.
+        :param max: stop after this many results (``None``: no limit).
+        :param include: include `hi` itself.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: an iterator of record values, one per entry.
+        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
+            transaction of this store.
+        :raises ValueError: if `max` is negative.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
+            record packed with a packer not registered in this session.
+        :raises ~centidb.errors.IndexInconsistentError: (while iterating)
+            for an entry that points at a missing record.
+        """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         coll = self.coll
         return (coll._decode(_fetch(raw, coll, key)) for _, key, raw in entries)
@@ -812,12 +1317,37 @@ class Index(_Queryable):
         return self._scan(txn, lo, hi, prefix, reverse, max, include)
 
     def get(self, x, default=None, txn=None):
-        """Return the value of the first record whose index tuple equals `x`."""
-        stored = self.coll.store._run(txn, False, self._first_record, _as_key(x))
-        return default if stored is None else self.coll._decode(stored)
+        """Return the value of the first record whose index tuple equals `x`.
+
+        "First" is in record key order among the entries for `x`.
+
+        :param x: the index tuple (a bare value means a 1-tuple).
+        :param default: returned when no record has that index tuple.
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: the record's value, or `default`.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.IndexInconsistentError: if the entry points
+            at a missing record.
+        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+            with a packer not registered in this session.
+        """
+        coll = self.coll
+        if txn is not None and not coll._batched:
+            return coll._reader.index_get(txn, self, x, default)
+        stored = coll.store._run(txn, False, self._first_record, _as_key(x))
+        return default if stored is None else coll._decode(stored)
 
     def has(self, x, txn=None):
-        """Return True if some record has the index tuple `x`."""
+        """Return True if some record has the index tuple `x`.
+
+        :param x: the index tuple (a bare value means a 1-tuple).
+        :param txn: a :class:`~centidb.store.Transaction` of the store to
+            read in (default: see the module doc).
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
         return self.coll.store._run(txn, False, self._first_entry, _as_key(x)) is not None
 
     def _first_entry(self, txn, raw, x):
@@ -835,11 +1365,14 @@ class Index(_Queryable):
         coll = self.coll
         stored = coll._get_stored(raw, coll.prefix + entry[head_length:])
         if stored is None:
-            raise IndexInconsistentError(
-                f'index {self.name!r} of collection {coll.name!r} points at a missing '
-                f'record: the index is inconsistent (was a blind put used on an '
-                f'existing key, or an index function changed?)')
+            raise self._missing_record_error()
         return stored
+
+    def _missing_record_error(self):
+        return IndexInconsistentError(
+            f'index {self.name!r} of collection {self.coll.name!r} points at a '
+            f'missing record: the index is inconsistent (was a blind put used on '
+            f'an existing key, or an index function changed?)')
 
 
 def _fetch(raw, coll, key):

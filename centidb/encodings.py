@@ -19,18 +19,17 @@ Built in:
   keys must be strings, and ``bytes`` cannot be stored.
 * :data:`PICKLE_ENCODER`: any picklable object, tuples included. **Opt-in
   only**: unpickling data from an untrusted file can run arbitrary code.
+* Packers: :data:`PLAIN_PACKER` (no compression), :data:`ZLIB_PACKER`, and
+  :data:`LZ4_PACKER`, :data:`ZSTD_PACKER`, :data:`SNAPPY_PACKER` when the
+  ``lz4``, ``zstandard`` or ``python-snappy`` package is installed (else
+  ``None``).
 
 An encoder whose ``exact`` flag is false (JSON, and custom encoders unless
 they say otherwise) may give back a different value than it was given, so a
 collection using one runs index functions on the decoded record, exactly as
 a later update or delete will see it.
-* Packers: :data:`PLAIN_PACKER` (no compression), :data:`ZLIB_PACKER`, and
-  :data:`LZ4_PACKER`, :data:`ZSTD_PACKER`, :data:`SNAPPY_PACKER` when the
-  ``lz4``, ``zstandard`` or ``python-snappy`` package is installed (else
-  ``None``).
 """
 
-import functools
 import json
 import pickle
 import threading
@@ -46,9 +45,19 @@ __all__ = ['Encoder', 'make_msgpack_encoder', 'make_json_encoder',
 class Encoder:
     """A named pair of functions: ``pack(value) -> bytes`` and its inverse.
 
-    `name` identifies the encoder inside a store, so it must stay the same
-    for as long as data written with it exists. Used both for record
-    encoders and for packers (compressors), which map bytes to bytes.
+    Used both for record encoders and for packers (compressors), which map
+    bytes to bytes. The arguments are kept as attributes of the same names.
+
+    :param name: a non-empty ``str`` that identifies the encoder inside a
+        store, so it must stay the same for as long as data written with it
+        exists.
+    :param pack: ``pack(value) -> bytes``.
+    :param unpack: ``unpack(bytes) -> value``, the inverse of `pack`.
+    :param exact: True if ``unpack(pack(value)) == value`` always holds for
+        the values index functions look at; lets ``put()`` skip decoding its
+        own output.
+    :raises TypeError: if `name` is not a non-empty ``str`` or `pack` or
+        `unpack` is not callable.
     """
 
     __slots__ = ('name', 'pack', 'unpack', 'exact')
@@ -93,12 +102,20 @@ def _msgpack_packb(value):
                          default=_msgpack_default)
 
 
-_msgpack_unpackb = functools.partial(msgpack.unpackb, raw=False, strict_map_key=False,
-                                     ext_hook=_msgpack_ext)
+def _msgpack_unpackb(data):
+    # A function, not functools.partial: merging keyword arguments costs more.
+    return _unpackb(data, raw=False, strict_map_key=False, ext_hook=_msgpack_ext)
+
+
+_unpackb = msgpack.unpackb
 
 
 def make_msgpack_encoder():
-    """Return the msgpack encoder (named ``'msgpack'``); tuples round-trip."""
+    """Return a new msgpack encoder (named ``'msgpack'``); tuples round-trip.
+
+    :returns: an exact :class:`Encoder`. Its ``pack`` raises ``TypeError``
+        for a value msgpack cannot store.
+    """
     local = threading.local()  # a Packer is not thread-safe; reuse one per thread
 
     def pack(value):
@@ -113,7 +130,11 @@ def make_msgpack_encoder():
 
 
 def make_json_encoder():
-    """Return the JSON encoder (named ``'json'``), writing compact UTF-8."""
+    """Return a new JSON encoder (named ``'json'``), writing compact UTF-8.
+
+    :returns: an inexact :class:`Encoder` (tuples come back as lists). Its
+        ``pack`` raises ``TypeError`` for a value JSON cannot store.
+    """
     dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False).encode
     loads = json.loads
     return Encoder('json', lambda value: dumps(value).encode('utf-8'), loads)

@@ -174,6 +174,13 @@ def merge_overlay(overlay, base, lo=None, hi=None, reverse=False):
     overlay afresh past the last key yielded, so iteration resumes after that
     key. ``base`` must not change while iterating (a snapshot). ``base`` is
     closed, if it has a ``close()`` method, when this generator ends.
+
+    :param overlay: the pending writes, a ``SortedDict``.
+    :param base: an iterator of the underlying ``(key, value)`` pairs.
+    :param lo: the lowest key included, or ``None``.
+    :param hi: the key at which to stop (excluded), or ``None``.
+    :param reverse: merge in descending order; `base` must descend too.
+    :returns: a generator of ``(key, value)``.
     """
     try:
         base_item = next(base, None)
@@ -216,11 +223,19 @@ def merge_overlay(overlay, base, lo=None, hi=None, reverse=False):
 class Transaction:
     """A transaction on an :class:`Engine`; see the module docstring.
 
-    ``engine`` is the engine that began it and ``write`` says whether it may
-    write. Subclasses implement ``_get``, ``_put``, ``_delete``, ``_items``,
+    Subclasses implement ``_get``, ``_put``, ``_delete``, ``_items``,
     ``_commit`` and ``_abort``; the public methods check arguments and state
     first. ``_commit`` and ``_abort`` must release the transaction's
-    resources, also when ``_commit`` fails.
+    resources, also when ``_commit`` fails. Made by :meth:`Engine.begin`;
+    the arguments are kept as attributes of the same names.
+
+    Every method except :meth:`abort` raises
+    :class:`~centidb.errors.TransactionError` once the transaction has
+    ended, and :class:`~centidb.errors.EngineClosedError` once the engine is
+    closed; iterators check this before each step.
+
+    :param engine: the :class:`Engine` that began it.
+    :param write: True if it may write.
     """
 
     def __init__(self, engine, write):
@@ -229,6 +244,11 @@ class Transaction:
         #: Counts puts and deletes: iterators that cache anything compare
         #: it to notice the transaction's own writes.
         self.writes = 0
+        #: A callable ``(key) -> value or None`` that skips every check, for
+        #: callers that pass non-empty bytes keys no longer than the engine's
+        #: ``max_key_size``; ``None`` when :meth:`get` must be used. Engines
+        #: set it while it is valid and reset it when the transaction ends.
+        self._fast_get = None
         self._state = _OPEN
         self._registered = False
 
@@ -251,7 +271,13 @@ class Transaction:
             f'this transaction was already {self._state}; begin a new one')
 
     def get(self, key):
-        """Return the value stored under ``key``, or ``None``."""
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
         if type(key) is not bytes or not key:
@@ -259,7 +285,18 @@ class Transaction:
         return self._get(key)
 
     def put(self, key, value):
-        """Store ``value`` under ``key``, replacing any previous value."""
+        """Store `value` under `key`, replacing any previous value.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        :raises TypeError: if `key` or `value` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: in a read-only transaction.
+        :raises ~centidb.errors.EngineError: if the engine cannot store it
+            (:class:`LmdbEngine`: a key longer than :attr:`Engine.max_key_size`,
+            or :class:`~centidb.errors.MapFullError`, which aborts the
+            transaction).
+        """
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
         if not self.write:
@@ -273,7 +310,13 @@ class Transaction:
         self.writes += 1
 
     def delete(self, key):
-        """Remove ``key``; removing a missing key does nothing."""
+        """Remove `key`; removing a missing key does nothing.
+
+        :param key: non-empty ``bytes``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: in a read-only transaction.
+        """
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
         if not self.write:
@@ -285,15 +328,37 @@ class Transaction:
         self.writes += 1
 
     def items(self, lo=None, hi=None, reverse=False):
-        """Iterate ``(key, value)`` with ``lo <= key < hi``; see the module."""
+        """Iterate ``(key, value)`` with ``lo <= key < hi``; see the module.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of ``(key, value)``; it survives writes made
+            through this transaction between steps.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
         return self._checked_items(lo, hi, reverse)
 
     def keys(self, lo=None, hi=None, reverse=False):
-        """Iterate the keys ``lo <= key < hi``, like :meth:`items`."""
+        """Iterate the keys ``lo <= key < hi``, like :meth:`items`.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of keys.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
         return _keys_only(self._checked_items(lo, hi, reverse))
 
     def first(self, lo=None, hi=None, reverse=False):
-        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: ``(key, value)``, or ``None`` if the range is empty.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
         items = self.items(lo, hi, reverse)
         try:
             return next(items, None)
@@ -387,6 +452,16 @@ class Transaction:
         if getattr(self, '_state', None) is _OPEN:
             self._invalidate(_ABORTED)
 
+    def _put_many(self, pairs):
+        """Store each ``(key, value)`` of the sequence ``pairs``, in order.
+
+        For callers that built valid keys and values themselves (the
+        collection layer); the transaction must be open and writable.
+        Engines override it with a faster path; this one calls :meth:`put`.
+        """
+        for key, value in pairs:
+            self.put(key, value)
+
     # Implemented by subclasses.
 
     def _get(self, key):
@@ -431,7 +506,9 @@ class Engine:
     Subclasses implement ``_begin(write)`` and ``_close()``. The base class
     checks state, serializes writers, tracks open transactions (ending them
     on close), and implements the engine-level ``get/put/delete/items/keys``
-    as auto-commit transactions through :meth:`begin`.
+    as auto-commit transactions through :meth:`begin`. After :meth:`close`,
+    every method but ``close()`` raises
+    :class:`~centidb.errors.EngineClosedError`.
     """
 
     #: Longest key the engine can store, in bytes (None: no limit).
@@ -460,7 +537,17 @@ class Engine:
         return self._closed
 
     def begin(self, write=False):
-        """Start and return a :class:`Transaction` (see the module doc)."""
+        """Start and return a :class:`Transaction` (see the module doc).
+
+        A write transaction waits while another thread holds one.
+
+        :param write: True for a write transaction.
+        :returns: the :class:`Transaction`, also a context manager.
+        :raises ~centidb.errors.TransactionError: if `write` and this thread
+            already holds a write transaction on this engine.
+        :raises ~centidb.errors.EngineError: if the engine cannot start one
+            (:class:`LmdbEngine`: too many open read transactions).
+        """
         if self._closed:
             raise self._closed_error()
         if not write:
@@ -527,17 +614,40 @@ class Engine:
         return False
 
     def get(self, key):
-        """Return the value stored under ``key``, or ``None``."""
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
         with self.begin() as txn:
             return txn.get(key)
 
     def put(self, key, value):
-        """Store ``value`` under ``key`` in a transaction of its own."""
+        """Store `value` under `key` in a transaction of its own.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        :raises TypeError: if `key` or `value` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        :raises ~centidb.errors.EngineError: if the engine cannot store it,
+            as :meth:`Transaction.put`.
+        """
         with self.begin(write=True) as txn:
             txn.put(key, value)
 
     def delete(self, key):
-        """Remove ``key`` in a transaction of its own (missing is fine)."""
+        """Remove `key` in a transaction of its own (missing is fine).
+
+        :param key: non-empty ``bytes``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        """
         with self.begin(write=True) as txn:
             txn.delete(key)
 
@@ -546,11 +656,24 @@ class Engine:
 
         The read transaction stays open until the iterator is exhausted or
         closed.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of ``(key, value)``.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
         """
         return self._iterate_in_own_txn('items', lo, hi, reverse)
 
     def keys(self, lo=None, hi=None, reverse=False):
-        """Iterate the keys ``lo <= key < hi``, like :meth:`items`."""
+        """Iterate the keys ``lo <= key < hi``, like :meth:`items`.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of keys.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
         return self._iterate_in_own_txn('keys', lo, hi, reverse)
 
     def _iterate_in_own_txn(self, method, lo, hi, reverse):
@@ -563,7 +686,14 @@ class Engine:
         return _hold_transaction(txn, it)
 
     def first(self, lo=None, hi=None, reverse=False):
-        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: ``(key, value)``, or ``None`` if the range is empty.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
         with self.begin() as txn:
             return txn.first(lo, hi, reverse)
 
@@ -637,7 +767,13 @@ class ListEngine(Engine):
         self._history = SortedDict()
 
     def get(self, key):
-        """Return the value stored under ``key``, or ``None``."""
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
         if self._closed:
             raise self._closed_error()
         if type(key) is not bytes or not key:
@@ -645,7 +781,15 @@ class ListEngine(Engine):
         return self._data.get(key)
 
     def put(self, key, value):
-        """Store ``value`` under ``key`` (auto-commit)."""
+        """Store `value` under `key` (auto-commit).
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        :raises TypeError: if `key` or `value` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        """
         if self._closed:
             raise self._closed_error()
         if type(key) is not bytes or not key:
@@ -655,7 +799,14 @@ class ListEngine(Engine):
         self._write_now(key, value)
 
     def delete(self, key):
-        """Remove ``key`` (auto-commit); removing a missing key is fine."""
+        """Remove `key` (auto-commit); removing a missing key is fine.
+
+        :param key: non-empty ``bytes``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        """
         if self._closed:
             raise self._closed_error()
         if type(key) is not bytes or not key:
@@ -764,27 +915,60 @@ class _ListReadTransaction(Transaction):
     _abort = _commit
 
 
-class _BufferedWrites:
-    """Mixin for transactions that keep their pending writes in memory.
+class _WriteLog:
+    """Mixin for write transactions that keep their writes in memory.
 
-    ``_pending`` maps key to value or TOMBSTONE; ``_sorted`` is a SortedDict
-    copy made the first time the transaction iterates, then kept in step.
+    ``_log`` lists every write in order as ``(key, value or TOMBSTONE)``:
+    appending is the cheapest thing a write can do, and a transaction that
+    only writes needs nothing else. Reads need a lookup table: ``_pending``
+    (key -> latest value) is built from the log on the first read after a
+    write, then kept in step, and so is the SortedDict ``_sorted`` on the
+    first iteration.
     """
 
+    def _start_log(self):
+        self._log = []
+        self._pending = None
+        self._sorted = None
+
     def _remember(self, key, value):
-        self._pending[key] = value
-        if self._sorted is not None:
-            self._sorted[key] = value
+        self._log.append((key, value))
+        if self._pending is not None:
+            self._pending[key] = value
+            if self._sorted is not None:
+                self._sorted[key] = value
+
+    def _put_many(self, pairs):
+        self._log += pairs
+        if self._pending is not None:
+            self._pending.update(pairs)
+            if self._sorted is not None:
+                self._sorted.update(pairs)
+        self.writes += len(pairs)
+
+    def _pending_writes(self):
+        """The latest pending value of each written key (a dict)."""
+        if self._pending is None:
+            self._pending = dict(self._log)
+        return self._pending
+
+    def _sorted_writes(self):
+        """The pending writes as a SortedDict (made once, then kept)."""
+        if self._sorted is None:
+            self._sorted = SortedDict(self._pending_writes())
+        return self._sorted
+
+    def _drop_log(self):
+        self._log = self._pending = self._sorted = None
 
 
-class _ListWriteTransaction(_BufferedWrites, Transaction):
+class _ListWriteTransaction(_WriteLog, Transaction):
     """Committed data as of ``begin()`` plus the pending writes."""
 
     def __init__(self, engine):
         super().__init__(engine, True)
         self._version = engine._version  # stable: writers are serialized
-        self._pending = {}               # key -> value or TOMBSTONE
-        self._sorted = None              # sorted copy, made on first iteration
+        self._start_log()
 
     def get(self, key):
         """Return the value stored under ``key``, or ``None``."""
@@ -792,10 +976,11 @@ class _ListWriteTransaction(_BufferedWrites, Transaction):
             self._raise_unusable()
         if type(key) is not bytes or not key:
             _bad_key(key)
-        value = self._pending.get(key)
-        if value is None:
-            return self.engine._data.get(key)
-        return None if value is TOMBSTONE else value
+        if self._log:
+            value = self._pending_writes().get(key)
+            if value is not None:
+                return None if value is TOMBSTONE else value
+        return self.engine._data.get(key)
 
     def put(self, key, value):
         """Store ``value`` under ``key``, replacing any previous value."""
@@ -813,22 +998,17 @@ class _ListWriteTransaction(_BufferedWrites, Transaction):
 
     def _items(self, lo, hi, reverse):
         base = self.engine._snapshot_items(self._version, lo, hi, reverse)
-        return merge_overlay(_sorted_pending(self), base, lo, hi, reverse)
+        # Always overlaid: later writes must show up in this iterator.
+        return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
 
     def _commit(self):
-        pending, self._pending, self._sorted = self._pending, None, None
+        pending = self._pending_writes() if self._log else None
+        self._drop_log()
         if pending:
             self.engine._apply(pending)
 
     def _abort(self):
-        self._pending = self._sorted = None
-
-
-def _sorted_pending(txn):
-    """The transaction's pending writes as a SortedDict (made once, then kept)."""
-    if txn._sorted is None:
-        txn._sorted = SortedDict(txn._pending)
-    return txn._sorted
+        self._drop_log()
 
 
 # --- PlyvelEngine ------------------------------------------------------------
@@ -869,16 +1049,22 @@ def _plyvel_items(snapshot, lo, hi, reverse):
 class PlyvelEngine(Engine):
     """A LevelDB database on disk, through plyvel.
 
-    ``name`` is the database directory. ``create_if_missing`` creates it
-    (and missing parent directories); otherwise a missing database raises
-    :class:`~centidb.errors.DatabaseNotFoundError`. A database open
-    elsewhere (another process or handle) raises
-    :class:`~centidb.errors.DatabaseLockedError`. ``sync`` makes each commit
-    wait for the disk. Other keyword options go to ``plyvel.DB``.
-
     A read transaction is a LevelDB snapshot. A write transaction reads a
     snapshot plus its pending writes, and ``commit()`` writes them all in one
     atomic write batch.
+
+    :param name: the database directory (a path), kept as ``path``.
+    :param create_if_missing: create the database (and missing parent
+        directories) if it does not exist.
+    :param sync: make each commit wait for the disk.
+    :param plyvel_options: other keyword options, passed to ``plyvel.DB``.
+    :raises ~centidb.errors.DatabaseNotFoundError: if the database does not
+        exist and `create_if_missing` is false.
+    :raises ~centidb.errors.DatabaseLockedError: if the database is open
+        elsewhere (another process or handle).
+    :raises ~centidb.errors.EngineError: if LevelDB cannot open it for
+        another reason.
+    :raises ImportError: if plyvel is not installed.
     """
 
     def __init__(self, name, *, create_if_missing=False, sync=False,
@@ -926,7 +1112,13 @@ class PlyvelEngine(Engine):
         self._db.close()
 
     def get(self, key):
-        """Return the value stored under ``key``, or ``None``."""
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
         if self._closed:
             raise self._closed_error()
         if type(key) is not bytes or not key:
@@ -934,19 +1126,22 @@ class PlyvelEngine(Engine):
         return self._db.get(key)
 
 
-class _PlyvelTransaction(_BufferedWrites, Transaction):
-    """A plyvel snapshot; if writing, also a WriteBatch and the pending writes.
+class _PlyvelTransaction(_WriteLog, Transaction):
+    """A plyvel snapshot; if writing, also the log of pending writes.
 
-    Writes go into the WriteBatch as they are made (commit just writes it)
-    and into a dict, so reads see them.
+    ``commit()`` writes the log in one atomic WriteBatch. Seeks (``first``)
+    reuse one snapshot iterator while there are no pending writes.
     """
 
     def __init__(self, engine, write):
         super().__init__(engine, write)
         self._snapshot = engine._db.snapshot()
-        self._pending = {} if write else None   # key -> value or TOMBSTONE
-        self._sorted = None                      # made on first iteration
-        self._batch = engine._db.write_batch(sync=engine.sync) if write else None
+        self._seeker = None                     # made by the first first()
+        if write:
+            self._start_log()
+        else:
+            self._log = None
+            self._fast_get = self._snapshot.get
 
     def get(self, key):
         """Return the value stored under ``key``, or ``None``."""
@@ -954,8 +1149,8 @@ class _PlyvelTransaction(_BufferedWrites, Transaction):
             self._raise_unusable()
         if type(key) is not bytes or not key:
             _bad_key(key)
-        if self._pending:
-            value = self._pending.get(key)
+        if self._log:
+            value = self._pending_writes().get(key)
             if value is not None:
                 return None if value is TOMBSTONE else value
         return self._snapshot.get(key)
@@ -964,36 +1159,75 @@ class _PlyvelTransaction(_BufferedWrites, Transaction):
         """Store ``value`` under ``key``, replacing any previous value."""
         if self._state is not _OPEN:
             self._raise_unusable()
-        if self._batch is None:
+        if self._log is None:
             raise TransactionError(
                 'put() in a read-only transaction; use begin(write=True)')
         if type(key) is not bytes or not key:
             _bad_key(key)
         if type(value) is not bytes:
             _not_bytes('value', value)
-        self._batch.put(key, value)
         self._remember(key, value)
         self.writes += 1
 
     def _delete(self, key):
-        self._batch.delete(key)
         self._remember(key, TOMBSTONE)
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        if self._log or self._state is not _OPEN or self.engine._closed:
+            return super().first(lo, hi, reverse)
+        _check_bounds(lo, hi)
+        it = self._seeker
+        if it is None:
+            it = self._seeker = self._snapshot.iterator()
+        if reverse:
+            if hi is None:
+                it.seek_to_stop()
+            else:
+                it.seek(hi)
+            try:
+                item = it.prev()
+            except StopIteration:
+                return None
+            if lo is None or item[0] >= lo:
+                return item
+        else:
+            if lo is None:
+                it.seek_to_start()
+            else:
+                it.seek(lo)
+            item = next(it, None)
+            if item is not None and (hi is None or item[0] < hi):
+                return item
+        return None
 
     def _items(self, lo, hi, reverse):
         base = _plyvel_items(self._snapshot, lo, hi, reverse)
-        if self._pending is None:
+        if self._log is None:
             return base
-        return merge_overlay(_sorted_pending(self), base, lo, hi, reverse)
+        return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
 
     def _commit(self):
         try:
-            if self._pending:
-                self._batch.write()
+            if self._log:
+                batch = self.engine._db.write_batch(sync=self.engine.sync)
+                put, delete = batch.put, batch.delete
+                for key, value in self._log:
+                    if value is TOMBSTONE:
+                        delete(key)
+                    else:
+                        put(key, value)
+                batch.write()
         finally:
             self._abort()
 
     def _abort(self):
-        self._pending = self._sorted = self._batch = None
+        self._fast_get = None
+        if self._log is not None:
+            self._drop_log()
+        if self._seeker is not None:
+            self._seeker.close()
+            self._seeker = None
         self._snapshot.close()
 
 
@@ -1006,21 +1240,31 @@ DEFAULT_MAP_SIZE = 64 << 20
 class LmdbEngine(Engine):
     """An LMDB database on disk, through py-lmdb, using its transactions.
 
-    ``path`` is a directory (pass ``subdir=False`` for a single file).
-    ``create_if_missing`` creates it; otherwise a missing database raises
-    :class:`~centidb.errors.DatabaseNotFoundError`. ``map_size`` is the
-    largest size in bytes the database may reach; a write that does not fit
-    raises :class:`~centidb.errors.MapFullError` and aborts its transaction.
-    With ``autogrow`` the map doubles at ``begin(write=True)`` once more than
-    half of it is used, and an engine-level ``put()`` that finds the map full
-    grows it and retries once; growing needs no open transaction in this
-    process, so autogrow is meant for single-process use. ``sync=False``
-    trades durability of the last commits for speed. Other keyword options go
-    to ``lmdb.open``.
-
     Keys are stored as they are, so they may hold at most
-    :attr:`max_key_size` bytes (511 by default); a longer key raises
+    :attr:`Engine.max_key_size` bytes (511 by default); a longer key raises
     :class:`~centidb.errors.EngineError` on ``put``.
+
+    :param path: a directory (pass ``subdir=False`` for a single file).
+    :param map_size: the largest size in bytes the database may reach; a
+        write that does not fit raises :class:`~centidb.errors.MapFullError`
+        and aborts its transaction.
+    :param create_if_missing: create the database if it does not exist.
+    :param autogrow: double the map at ``begin(write=True)`` once more than
+        half of it is used, and let an engine-level ``put()`` that finds the
+        map full grow it and retry once. Growing needs no open transaction in
+        this process, so autogrow is meant for single-process use.
+    :param sync: false trades durability of the last commits for speed.
+    :param lmdb_options: other keyword options, passed to ``lmdb.open``
+        (not ``create``).
+    :raises ~centidb.errors.DatabaseNotFoundError: if the database does not
+        exist and `create_if_missing` is false.
+    :raises ~centidb.errors.DatabaseLockedError: if this process already has
+        the database open.
+    :raises ~centidb.errors.EngineError: if LMDB cannot open it for another
+        reason.
+    :raises ValueError: if `map_size` is not a positive ``int``.
+    :raises TypeError: if ``create`` is passed.
+    :raises ImportError: if lmdb is not installed.
     """
 
     def __init__(self, path, *, map_size=DEFAULT_MAP_SIZE,
@@ -1133,7 +1377,13 @@ class LmdbEngine(Engine):
         self._env.close()
 
     def get(self, key):
-        """Return the value stored under ``key``, or ``None``."""
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
         if self._closed:
             raise self._closed_error()
         if type(key) is not bytes or not key:
@@ -1149,7 +1399,19 @@ class LmdbEngine(Engine):
             self._release_active()
 
     def put(self, key, value):
-        """Store ``value`` under ``key``; autogrow grows and retries once."""
+        """Store `value` under `key`; autogrow grows and retries once.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        :raises TypeError: if `key` or `value` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        :raises ~centidb.errors.MapFullError: if the map is full (and could
+            not grow).
+        :raises ~centidb.errors.EngineError: for a key longer than
+            :attr:`Engine.max_key_size`.
+        """
         try:
             super().put(key, value)
             return
@@ -1166,7 +1428,14 @@ class _LmdbTransaction(Transaction):
     def __init__(self, engine, txn, write):
         super().__init__(engine, write)
         self._txn = txn
-        
+        self._cursor = None  # reused by first() and _put_many()
+        self._fast_get = txn.get
+
+    def _shared_cursor(self):
+        if self._cursor is None:
+            self._cursor = self._txn.cursor()
+        return self._cursor
+
     def get(self, key):
         """Return the value stored under ``key``, or ``None``."""
         if self._state is not _OPEN:
@@ -1195,12 +1464,19 @@ class _LmdbTransaction(Transaction):
             self._fail(exc, key)
         self.writes += 1
 
+    def _put_many(self, pairs):
+        try:
+            self._shared_cursor().putmulti(pairs)
+        except lmdb.Error as exc:
+            self._fail(exc, max((key for key, _ in pairs), key=len))
+        self.writes += len(pairs)
+
     def first(self, lo=None, hi=None, reverse=False):
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
         if self._state is not _OPEN:
             self._raise_unusable()
         _check_bounds(lo, hi)
-        cursor = self._txn.cursor()
+        cursor = self._shared_cursor()
         if reverse:
             if _seek_before(cursor, hi) and (lo is None or cursor.key() >= lo):
                 return cursor.item()
@@ -1276,7 +1552,7 @@ class _LmdbTransaction(Transaction):
 
     def _release(self):
         if self._txn is not None:
-            self._txn = None
+            self._txn = self._cursor = self._fast_get = None
             self.engine._release_active()
 
 
@@ -1302,6 +1578,11 @@ class WrapperTransaction(Transaction):
     """Forwards every call to a transaction of the wrapped engine (``inner``).
 
     Override a public method (e.g. ``put``) to inject a fault or observe.
+    The base class checks arguments and state before forwarding.
+
+    :param engine: the :class:`WrapperEngine` that began it.
+    :param inner: the inner engine's :class:`Transaction`, kept as
+        ``inner``.
     """
 
     def __init__(self, engine, inner):
@@ -1333,9 +1614,12 @@ class WrapperEngine(Engine):
     Subclass it and override one method to trace or inject faults. Its
     transactions are instances of :attr:`transaction_class`, which forward
     to the inner engine's transactions. Closing the wrapper closes ``inner``.
+
+    :param inner: the :class:`Engine` to forward to, kept as ``inner``.
+    :raises TypeError: if `inner` is not an ``Engine``.
     """
 
-    #: Class of the transactions :meth:`begin` returns.
+    #: Class of the transactions :meth:`Engine.begin` returns.
     transaction_class = WrapperTransaction
 
     def __init__(self, inner):
@@ -1360,56 +1644,110 @@ class WrapperEngine(Engine):
             raise self._closed_error()
 
     def get(self, key):
-        """Forward to ``inner.get``."""
+        """Forward to ``inner.get``.
+
+        :param key: as for :meth:`Engine.get`.
+        :raises ~centidb.errors.EngineClosedError: if the wrapper is closed;
+            otherwise whatever ``inner.get`` raises.
+        """
         self._check_open()
         return self.inner.get(key)
 
     def put(self, key, value):
-        """Forward to ``inner.put``."""
+        """Forward to ``inner.put``.
+
+        :param key: as for :meth:`Engine.put`.
+        :param value: as for :meth:`Engine.put`.
+        :raises ~centidb.errors.EngineClosedError: if the wrapper is closed;
+            otherwise whatever ``inner.put`` raises.
+        """
         self._check_open()
         self.inner.put(key, value)
 
     def delete(self, key):
-        """Forward to ``inner.delete``."""
+        """Forward to ``inner.delete``.
+
+        :param key: as for :meth:`Engine.delete`.
+        :raises ~centidb.errors.EngineClosedError: if the wrapper is closed;
+            otherwise whatever ``inner.delete`` raises.
+        """
         self._check_open()
         self.inner.delete(key)
 
     def items(self, lo=None, hi=None, reverse=False):
-        """Forward to ``inner.items``."""
+        """Forward to ``inner.items``.
+
+        :param lo: as for :meth:`Engine.items`.
+        :param hi: as for :meth:`Engine.items`.
+        :param reverse: as for :meth:`Engine.items`.
+        :raises ~centidb.errors.EngineClosedError: if the wrapper is closed;
+            otherwise whatever ``inner.items`` raises.
+        """
         self._check_open()
         return self.inner.items(lo, hi, reverse)
 
     def keys(self, lo=None, hi=None, reverse=False):
-        """Forward to ``inner.keys``."""
+        """Forward to ``inner.keys``.
+
+        :param lo: as for :meth:`Engine.keys`.
+        :param hi: as for :meth:`Engine.keys`.
+        :param reverse: as for :meth:`Engine.keys`.
+        :raises ~centidb.errors.EngineClosedError: if the wrapper is closed;
+            otherwise whatever ``inner.keys`` raises.
+        """
         self._check_open()
         return self.inner.keys(lo, hi, reverse)
 
 
 class TraceTransaction(WrapperTransaction):
-    """A :class:`WrapperTransaction` that records calls on its engine."""
+    """A :class:`WrapperTransaction` that records calls on its engine.
+
+    :param engine: the :class:`TraceEngine` that began it.
+    :param inner: the inner engine's :class:`Transaction`.
+    """
 
     def get(self, key):
-        """Record ``('txn.get', (key,))`` and forward."""
+        """Record ``('txn.get', (key,))`` and forward.
+
+        :param key: as for :meth:`Transaction.get`.
+        """
         self.engine.record('txn.get', (key,))
         return super().get(key)
 
     def put(self, key, value):
-        """Record ``('txn.put', (key, value))`` and forward."""
+        """Record ``('txn.put', (key, value))`` and forward.
+
+        :param key: as for :meth:`Transaction.put`.
+        :param value: as for :meth:`Transaction.put`.
+        """
         self.engine.record('txn.put', (key, value))
         super().put(key, value)
 
     def delete(self, key):
-        """Record ``('txn.delete', (key,))`` and forward."""
+        """Record ``('txn.delete', (key,))`` and forward.
+
+        :param key: as for :meth:`Transaction.delete`.
+        """
         self.engine.record('txn.delete', (key,))
         super().delete(key)
 
     def items(self, lo=None, hi=None, reverse=False):
-        """Record ``('txn.items', (lo, hi, reverse))`` and forward."""
+        """Record ``('txn.items', (lo, hi, reverse))`` and forward.
+
+        :param lo: as for :meth:`Transaction.items`.
+        :param hi: as for :meth:`Transaction.items`.
+        :param reverse: as for :meth:`Transaction.items`.
+        """
         self.engine.record('txn.items', (lo, hi, reverse))
         return super().items(lo, hi, reverse)
 
     def keys(self, lo=None, hi=None, reverse=False):
-        """Record ``('txn.keys', (lo, hi, reverse))`` and forward."""
+        """Record ``('txn.keys', (lo, hi, reverse))`` and forward.
+
+        :param lo: as for :meth:`Transaction.keys`.
+        :param hi: as for :meth:`Transaction.keys`.
+        :param reverse: as for :meth:`Transaction.keys`.
+        """
         self.engine.record('txn.keys', (lo, hi, reverse))
         return super().keys(lo, hi, reverse)
 
@@ -1427,10 +1765,14 @@ class TraceTransaction(WrapperTransaction):
 class TraceEngine(WrapperEngine):
     """A :class:`WrapperEngine` that records every call it forwards.
 
-    Each call is appended to :attr:`calls` as ``(name, args)``, counted in
-    :attr:`counts` (a :class:`collections.Counter` by name), and, if ``log``
+    Each call is appended to the list ``calls`` as ``(name, args)``, counted
+    in ``counts`` (a :class:`collections.Counter` by name), and, if ``log``
     is given, passed to it as one line such as ``"txn.put(b'k', b'v')"``.
     Transaction calls are named ``'txn.get'``, ``'txn.commit'`` and so on.
+
+    :param inner: the :class:`Engine` to forward to.
+    :param log: a callable taking one ``str``, or ``None``.
+    :raises TypeError: if `inner` is not an ``Engine``.
     """
 
     transaction_class = TraceTransaction
@@ -1442,14 +1784,21 @@ class TraceEngine(WrapperEngine):
         self.log = log
 
     def record(self, name, args):
-        """Record one call named ``name`` with the tuple ``args``."""
+        """Record one call.
+
+        :param name: the call's name, such as ``'put'`` or ``'txn.get'``.
+        :param args: the ``tuple`` of its arguments.
+        """
         self.calls.append((name, args))
         self.counts[name] += 1
         if self.log is not None:
             self.log(f"{name}({', '.join(map(repr, args))})")
 
     def begin(self, write=False):
-        """Record ``('begin', (write,))`` and forward."""
+        """Record ``('begin', (write,))`` and forward.
+
+        :param write: as for :meth:`Engine.begin`.
+        """
         self.record('begin', (write,))
         return super().begin(write)
 
@@ -1459,27 +1808,47 @@ class TraceEngine(WrapperEngine):
         super().close()
 
     def get(self, key):
-        """Record ``('get', (key,))`` and forward."""
+        """Record ``('get', (key,))`` and forward.
+
+        :param key: as for :meth:`Engine.get`.
+        """
         self.record('get', (key,))
         return super().get(key)
 
     def put(self, key, value):
-        """Record ``('put', (key, value))`` and forward."""
+        """Record ``('put', (key, value))`` and forward.
+
+        :param key: as for :meth:`Engine.put`.
+        :param value: as for :meth:`Engine.put`.
+        """
         self.record('put', (key, value))
         super().put(key, value)
 
     def delete(self, key):
-        """Record ``('delete', (key,))`` and forward."""
+        """Record ``('delete', (key,))`` and forward.
+
+        :param key: as for :meth:`Engine.delete`.
+        """
         self.record('delete', (key,))
         super().delete(key)
 
     def items(self, lo=None, hi=None, reverse=False):
-        """Record ``('items', (lo, hi, reverse))`` and forward."""
+        """Record ``('items', (lo, hi, reverse))`` and forward.
+
+        :param lo: as for :meth:`Engine.items`.
+        :param hi: as for :meth:`Engine.items`.
+        :param reverse: as for :meth:`Engine.items`.
+        """
         self.record('items', (lo, hi, reverse))
         return super().items(lo, hi, reverse)
 
     def keys(self, lo=None, hi=None, reverse=False):
-        """Record ``('keys', (lo, hi, reverse))`` and forward."""
+        """Record ``('keys', (lo, hi, reverse))`` and forward.
+
+        :param lo: as for :meth:`Engine.keys`.
+        :param hi: as for :meth:`Engine.keys`.
+        :param reverse: as for :meth:`Engine.keys`.
+        """
         self.record('keys', (lo, hi, reverse))
         return super().keys(lo, hi, reverse)
 
@@ -1491,10 +1860,15 @@ ENGINES = {cls.__name__: cls for cls in (ListEngine, PlyvelEngine, LmdbEngine)}
 
 
 def get_engine_class(name_or_class):
-    """Return the engine class named ``name_or_class`` (see :data:`ENGINES`).
+    """Return the engine class named `name_or_class` (see :data:`ENGINES`).
 
-    An :class:`Engine` subclass is returned as is. An unknown name raises
-    ``ValueError`` listing the known names.
+    :param name_or_class: a name in :data:`ENGINES`, or an :class:`Engine`
+        subclass, which is returned as is.
+    :returns: the :class:`Engine` subclass.
+    :raises ValueError: for an unknown name (the message lists the known
+        ones).
+    :raises TypeError: if `name_or_class` is neither a ``str`` nor an
+        ``Engine`` subclass.
     """
     if isinstance(name_or_class, type) and issubclass(name_or_class, Engine):
         return name_or_class

@@ -19,9 +19,11 @@ Layout rules (the full table with exact bytes is in ``docs/format.rst``):
 #: Separates keys in a packed list of keys (for example index tuple + record key).
 KEY_SEP = 0x01
 
+#: ``None``.
 TAG_NONE = 0x05
 
 # Numbers (bool, int and float are one kind and interleave by value).
+#: Negative infinity, below every other number.
 TAG_NEG_INF = 0x10
 #: Negative integer part needing more than ``INT_SMALL_MAX_BYTES`` bytes.
 TAG_NEG_BIG = 0x11
@@ -32,27 +34,39 @@ TAG_NEG_ONE = 0x1A
 TAG_ZERO = 0x1B
 #: Non-negative integer part needing more than ``INT_SMALL_MAX_BYTES`` bytes.
 TAG_POS_BIG = 0x24
+#: Positive infinity, above every finite number.
 TAG_POS_INF = 0x25
+#: NaN (one encoding for every NaN), above every other number.
 TAG_NAN = 0x26
 
+#: ``bytes``: the tag, then the bytes as 7-bit groups.
 TAG_BYTES = 0x30
+#: ``str``: the tag, then its UTF-8 (surrogates allowed) as 7-bit groups.
 TAG_STR = 0x31
+#: ``datetime.datetime``: 8-byte instant, zone kind, 5-byte offset if aware.
 TAG_DATETIME = 0x38
+#: ``uuid.UUID``: the tag, then its 16 bytes.
 TAG_UUID = 0x39
 #: Wraps one inverted element: ``TAG_DESC``, inverted bytes, ``DESC_END``.
 TAG_DESC = 0x40
+#: Ends a :class:`Desc` element.
 DESC_END = 0xFF
 
 #: Integer parts of up to this many bytes have their length in the tag.
 INT_SMALL_MAX_BYTES = 8
 
 # Suffixes that may follow a number's integer part (all >= 0x80).
+#: After integer part 0 or 1: the number is a ``bool``.
 SUFFIX_BOOL = 0x80
+#: After integer part 0: the number is the float ``-0.0``.
 SUFFIX_NEG_ZERO = 0x81
+#: The number is a ``float``; its fraction follows as 7-bit groups.
 SUFFIX_FLOAT = 0x82
 
 # Datetime zone kinds.
+#: A naive datetime (no ``tzinfo``); no offset follows.
 DT_NAIVE = 0x00
+#: An aware datetime; its UTC offset follows.
 DT_AWARE = 0x01
 #: Bias added to microseconds since 1970-01-01T00:00Z (stored in 8 bytes).
 DT_INSTANT_BIAS = 1 << 63
@@ -72,6 +86,9 @@ class Desc:
     gives back a ``Desc`` holding the decoded value. Desc elements form
     their own kind, sorting after every plain kind; among themselves they
     sort in exactly the reverse of the plain order of their values.
+
+    :param value: the element to wrap, available as ``value``.
+    :raises TypeError: if `value` is itself a ``Desc``.
     """
 
     __slots__ = ('value',)

@@ -191,13 +191,24 @@ def _check_prefix(prefix):
 def packs(key, prefix=b''):
     """Encode `key` into bytes that sort like the key, after `prefix`.
 
-    `key` is a tuple (or tuple subclass, such as a namedtuple) of elements;
-    a bare element is treated as a 1-tuple. A list of keys (tuples or bare elements) is packed as several keys joined
-    by a separator; decode it with :func:`unpacks_list`. Packing an empty
-    list raises ``ValueError``.
+    A list of keys (tuples or bare elements) is packed as several keys
+    joined by a separator; decode it with :func:`unpacks_list`.
 
-    Raises ``TypeError`` (:class:`centidb.errors.UnsupportedKeyTypeError`)
-    naming the type of an element that cannot be encoded.
+    :param key: a tuple (or tuple subclass, such as a namedtuple) of
+        elements; a bare element is treated as a 1-tuple; or a non-empty
+        ``list`` of keys.
+    :param prefix: ``bytes`` put before the encoding, for example a
+        collection's prefix.
+    :returns: the encoding, as ``bytes``.
+    :raises ~centidb.errors.UnsupportedKeyTypeError: (a ``TypeError``) naming
+        the type of an element that cannot be encoded, or for a :class:`Desc`
+        wrapping a ``Desc``.
+    :raises ~centidb.errors.KeyEncodingError: (a ``ValueError``) for an
+        element of a supported type with a value that cannot be encoded: a
+        ``datetime`` whose UTC offset is not within a day, or a ``uuid.UUID``
+        subclass whose ``bytes`` is not 16 bytes.
+    :raises TypeError: if `prefix` is not ``bytes``.
+    :raises ValueError: for an empty list of keys.
     """
     _check_prefix(prefix)
     out = bytearray(prefix)
@@ -429,9 +440,13 @@ def _decode_keys(data, prefix):
 def unpacks(data, prefix=b''):
     """Decode bytes made by :func:`packs` back into a key tuple.
 
-    `data` must start with `prefix`, which is skipped. Raises
-    :class:`centidb.errors.CorruptKeyError` (a ``ValueError``) when the
-    bytes are truncated, corrupt, or hold more than one key.
+    :param data: the encoding (``bytes``, ``bytearray`` or ``memoryview``).
+    :param prefix: ``bytes`` that `data` must start with; they are skipped.
+    :returns: the key, a ``tuple``.
+    :raises ~centidb.errors.CorruptKeyError: (a ``ValueError``) when `data`
+        does not start with `prefix`, is truncated or corrupt, or holds more
+        than one key (use :func:`unpacks_list` for those).
+    :raises TypeError: if `data` or `prefix` has the wrong type.
     """
     keys = _decode_keys(data, prefix)
     if len(keys) != 1:
@@ -443,8 +458,13 @@ def unpacks(data, prefix=b''):
 def unpacks_list(data, prefix=b''):
     """Decode bytes made by :func:`packs` from a list of keys; return a list.
 
-    Bytes holding a single key give a one-item list. Raises
-    :class:`centidb.errors.CorruptKeyError` for truncated or corrupt bytes.
+    :param data: the encoding (``bytes``, ``bytearray`` or ``memoryview``).
+    :param prefix: ``bytes`` that `data` must start with; they are skipped.
+    :returns: a ``list`` of key tuples; bytes holding a single key give a
+        one-item list.
+    :raises ~centidb.errors.CorruptKeyError: (a ``ValueError``) when `data`
+        does not start with `prefix`, or is truncated or corrupt.
+    :raises TypeError: if `data` or `prefix` has the wrong type.
     """
     return _decode_keys(data, prefix)
 
@@ -454,8 +474,9 @@ def unpacks_list(data, prefix=b''):
 def next_prefix(data):
     """Return the smallest bytes greater than every string starting with `data`.
 
-    Returns ``None`` when there is none (`data` is empty or all 0xFF), which
-    callers treat as "no upper bound".
+    :param data: ``bytes``.
+    :returns: ``bytes``, or ``None`` when there is none (`data` is empty or
+        all 0xFF), which callers treat as "no upper bound".
     """
     stripped = data.rstrip(b'\xff')
     if not stripped:
@@ -466,14 +487,22 @@ def next_prefix(data):
 def prefix_range(key, prefix=b''):
     """Return ``(lo, hi)`` bounding every key that starts with `key`.
 
-    `lo` is inclusive and `hi` exclusive (``None``: unbounded). A key
-    matches when its first elements equal the elements of `key` (compared by
-    their encoding, so ``1`` does not match ``1.0`` or ``True``). When the
-    last element of `key` is a ``str`` or ``bytes`` (or a :class:`Desc` of
-    one), longer strings in that position match too: ``prefix_range('ab')``
-    covers ``('ab',)``, ``('ab', 1)`` and ``('abc', 2)`` but not
-    ``('ac',)``. `prefix` (for example a collection's prefix) is put before
-    both bounds.
+    A key matches when its first elements equal the elements of `key`
+    (compared by their encoding, so ``1`` does not match ``1.0`` or
+    ``True``). When the last element of `key` is a ``str`` or ``bytes`` (or
+    a :class:`Desc` of one), longer strings in that position match too:
+    ``prefix_range('ab')`` covers ``('ab',)``, ``('ab', 1)`` and
+    ``('abc', 2)`` but not ``('ac',)``.
+
+    :param key: a key tuple, or a bare element as a 1-tuple; ``()``
+        matches every key.
+    :param prefix: ``bytes`` (for example a collection's prefix) put before
+        both bounds.
+    :returns: ``(lo, hi)``: `lo` inclusive, `hi` exclusive or ``None`` for
+        unbounded.
+    :raises ~centidb.errors.UnsupportedKeyTypeError: as :func:`packs`.
+    :raises ~centidb.errors.KeyEncodingError: as :func:`packs`.
+    :raises TypeError: if `prefix` is not ``bytes``.
     """
     if not isinstance(key, tuple):
         key = (key,)
@@ -503,10 +532,16 @@ def prefix_range(key, prefix=b''):
 def upper_bound(key, prefix=b'', include=False):
     """Return the exclusive upper bound for keys below (or up to) `key`.
 
-    With ``include=False`` the bound admits every key that sorts before
-    `key`. With ``include=True`` it also admits `key` itself and every packed
-    list of keys whose first key is `key` (an index entry for index tuple
-    `key`), but no longer key such as ``key + (x,)``.
+    :param key: a key tuple, or a bare element as a 1-tuple.
+    :param prefix: ``bytes`` put before the bound.
+    :param include: false: the bound admits every key that sorts before
+        `key`. True: it also admits `key` itself and every packed list of
+        keys whose first key is `key` (an index entry for index tuple
+        `key`), but no longer key such as ``key + (x,)``.
+    :returns: the bound, as ``bytes``.
+    :raises ~centidb.errors.UnsupportedKeyTypeError: as :func:`packs`.
+    :raises ~centidb.errors.KeyEncodingError: as :func:`packs`.
+    :raises TypeError: if `prefix` is not ``bytes``.
     """
     data = packs(key, prefix)
     return after_key(data) if include else data
@@ -515,8 +550,10 @@ def upper_bound(key, prefix=b'', include=False):
 def after_key(data):
     """Return the exclusive bound just past the packed key `data`.
 
-    It admits `data` and every packed list of keys starting with it (index
-    entries for that index tuple), but no longer key that extends it.
+    :param data: a packed key, as ``bytes``.
+    :returns: ``bytes`` that admit `data` and every packed list of keys
+        starting with it (index entries for that index tuple), but no longer
+        key that extends it.
     """
     return data + _AFTER_KEY_SEP
 
@@ -562,10 +599,12 @@ def _load_speedups():
 def available_implementations():
     """Return ``{'python': ..., 'speedups': ...}`` for the implementations built.
 
-    Each value is a namespace with ``packs``, ``unpacks`` and
-    ``unpacks_list``. The compiled one is included when it is importable,
-    even if ``CENTIDB_NO_SPEEDUPS`` keeps it inactive. Used by parity tests
-    and benchmarks.
+    Used by parity tests and benchmarks.
+
+    :returns: a ``dict`` from implementation name to a namespace with
+        ``packs``, ``unpacks`` and ``unpacks_list``. ``'speedups'`` is
+        included when the compiled twin is importable, even if
+        ``CENTIDB_NO_SPEEDUPS`` keeps it inactive.
     """
     impls = {'python': PYTHON}
     try:
@@ -582,10 +621,10 @@ def available_implementations():
 #: The active compiled twin module, or None: other layers take their
 #: compiled helpers from here, so this module alone decides.
 SPEEDUPS = _load_speedups()
-if SPEEDUPS is None:
-    IMPL = 'python'
-else:
-    IMPL = 'speedups'
+#: The active implementation: ``'speedups'`` (the compiled twin) or
+#: ``'python'``.
+IMPL = 'python' if SPEEDUPS is None else 'speedups'
+if SPEEDUPS is not None:
     for _name in ('packs', 'unpacks', 'unpacks_list'):
         _fast = getattr(SPEEDUPS, _name)
         try:

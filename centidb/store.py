@@ -70,10 +70,22 @@ def _load(data):
 def open(engine, **engine_kwargs):  # noqa: A001 - the documented API name
     """Open (or create) a store on a new engine and return the :class:`Store`.
 
-    `engine` is an engine class or its name (``'ListEngine'``,
-    ``'PlyvelEngine'``, ``'LmdbEngine'``); `engine_kwargs` go to its
-    constructor, e.g. ``open('PlyvelEngine', name='x.ldb',
-    create_if_missing=True)``. Closing the store closes the engine.
+    For example ``open('PlyvelEngine', name='x.ldb', create_if_missing=True)``.
+    Closing the store closes the engine; if the store cannot be opened, the
+    engine is closed before the error propagates.
+
+    :param engine: an :class:`~centidb.engines.Engine` subclass or its name
+        in :data:`~centidb.engines.ENGINES` (``'ListEngine'``,
+        ``'PlyvelEngine'``, ``'LmdbEngine'``).
+    :param engine_kwargs: keyword arguments for the engine's constructor.
+    :returns: the :class:`Store`.
+    :raises ValueError: for an unknown engine name.
+    :raises TypeError: if `engine` is neither a name nor an ``Engine``
+        subclass.
+    :raises ~centidb.errors.StoreFormatError: as :class:`Store`.
+    :raises ~centidb.errors.EngineError: from the engine's constructor (for
+        example :class:`~centidb.errors.DatabaseNotFoundError` or
+        :class:`~centidb.errors.DatabaseLockedError`).
     """
     engine_class = get_engine_class(engine)
     instance = engine_class(**engine_kwargs)
@@ -89,7 +101,13 @@ class Transaction:
 
     Pass it as ``txn=`` to collection and index methods. As a context
     manager it commits when the block succeeds and aborts when it raises.
-    ``raw`` is the engine transaction underneath.
+    Made by :meth:`Store.begin`, not directly; the arguments are kept as
+    attributes of the same names.
+
+    :param store: the :class:`Store` that began it.
+    :param write: True for a write transaction.
+    :param raw: the :class:`~centidb.engines.Transaction` underneath;
+        ``None`` once this transaction has ended.
     """
 
     __slots__ = ('store', 'write', 'raw', '__weakref__')
@@ -111,7 +129,15 @@ class Transaction:
                 self.store._local.txn = None
 
     def commit(self):
-        """Make the writes permanent and end the transaction."""
+        """Make the writes permanent and end the transaction.
+
+        The transaction ends even if committing fails.
+
+        :raises ~centidb.errors.TransactionError: if it already ended.
+        :raises ~centidb.errors.EngineError: if the engine fails to commit
+            (for example :class:`~centidb.errors.MapFullError`); the writes
+            are lost.
+        """
         if self.raw is None:
             raise TransactionError('this transaction has already ended')
         try:
@@ -144,9 +170,15 @@ class Transaction:
 class Store:
     """A centidb store on an open :class:`~centidb.engines.Engine`.
 
-    Creates the store format record on an empty engine; raises
-    :class:`~centidb.errors.StoreFormatError` for an engine that holds
-    something else or a newer format. A context manager: ``close()`` on exit.
+    Creates the store format record on an empty engine. A context manager:
+    ``close()`` on exit. ``default_encoder`` is the encoder new collections
+    get when :meth:`collection` is not given one (msgpack).
+
+    :param engine: an open :class:`~centidb.engines.Engine` (available as
+        ``engine``); closing the store closes it.
+    :raises TypeError: if `engine` is not an ``Engine``.
+    :raises ~centidb.errors.StoreFormatError: if the engine holds data that
+        is not a centidb store, or a store of another format or version.
     """
 
     def __init__(self, engine):
@@ -224,13 +256,24 @@ class Store:
         return encoder_id
 
     def add_encoder(self, encoder):
-        """Register a custom encoder or packer (an :class:`~centidb.encodings.Encoder`).
+        """Register a custom encoder or packer.
 
-        Its name gets a persistent id the first time, kept across reopens.
-        After reopening a store, register custom encoders again before
-        reading records written with them. The names of the built-in
-        encoders and packers are reserved: adding an encoder with one of
-        them keeps the built-in.
+        Its name gets a persistent id the first time, kept across reopens;
+        that first time commits in a write transaction of its own. After
+        reopening a store, register custom encoders again before reading
+        records written with them.
+
+        :param encoder: an :class:`~centidb.encodings.Encoder`.
+        :returns: the encoder now registered under its name: `encoder`, or
+            the built-in one if the name is reserved (the names of the
+            built-in encoders and packers are: adding an encoder with one of
+            them keeps the built-in).
+        :raises TypeError: if `encoder` is not an ``Encoder``.
+        :raises ~centidb.errors.TransactionError: for a new name while this
+            thread has a write transaction open on the store.
+        :raises ValueError: if the store already has the most encoders and
+            packers it can number (127).
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._check_open()
         if not isinstance(encoder, encodings.Encoder):
@@ -286,12 +329,39 @@ class Store:
                    packer=None, counter_name=None):
         """Create or reopen the collection `name` and return it.
 
-        `key_func(record)` or `txn_key_func(txn, record)` makes each record's
-        key (a tuple; a bare value is wrapped); with neither, keys count up
-        from 1 using the counter `counter_name` (default ``'<name>:key'``).
-        `encoder` (default msgpack) is stored by name: reopening with a
-        different one raises :class:`~centidb.errors.EncoderMismatchError`.
-        `packer` (default plain) compresses new records.
+        Creating a collection commits in a write transaction of its own.
+        Calling this again in the same session returns the same object; the
+        arguments must then agree with the first call (or be omitted).
+
+        :param name: the collection's name, a non-empty ``str``.
+        :param key_func: ``key_func(record)`` makes each record's key (a
+            tuple; a bare value is wrapped).
+        :param txn_key_func: ``txn_key_func(txn, record)``, the same with the
+            :class:`Transaction`; give at most one of the two. With neither,
+            keys count up from 1.
+        :param encoder: the record :class:`~centidb.encodings.Encoder`
+            (default ``default_encoder``), stored by name.
+        :param packer: the :class:`~centidb.encodings.Encoder` that
+            compresses new records (default: the one the collection was
+            created with; for a new collection the ``'plain'`` packer, no
+            compression). ``put(packer=)`` overrides it per record.
+        :param counter_name: the counter (see :meth:`count`) that numbers
+            keys when there is no key function (default ``'<name>:key'``).
+        :returns: the :class:`~centidb.collection.Collection`.
+        :raises TypeError: for an empty or non-``str`` `name`, or a key
+            function that is not callable.
+        :raises ValueError: if both key functions are given, or, for a
+            collection already open in this session, a different key
+            function, packer or counter name.
+        :raises ~centidb.errors.EncoderMismatchError: if the collection was
+            created with another encoder.
+        :raises ~centidb.errors.UnknownEncoderError: if the collection's
+            encoder or packer is not registered in this session (see
+            :meth:`add_encoder`), or a new encoder would need registering
+            while this thread has a write transaction open.
+        :raises ~centidb.errors.TransactionError: when creating a collection
+            while this thread has a write transaction open on the store.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._check_open()
         if not isinstance(name, str) or not name:
@@ -431,14 +501,24 @@ class Store:
         coll._set_indexes(tuple(index for index in coll._indexes if index.name != name))
         coll._stored_indexes.pop(name, None)
         coll._unbound.discard(name)
+        coll._prepare_fast_paths()
 
     # --- counters -------------------------------------------------------------------
 
     def count(self, name, n=1, init=1, txn=None):
         """Return counter `name`'s value, then add `n` to it (persistently).
 
-        A counter that does not exist yet starts at `init`. ``n=0`` only
-        reads it. Runs in `txn` when given, so it commits or aborts with it.
+        :param name: the counter's name, a ``str``.
+        :param n: the ``int`` to add; ``0`` only reads the counter.
+        :param init: the ``int`` value of a counter that does not exist yet.
+        :param txn: a :class:`Transaction` of this store to run in, so the
+            change commits or aborts with it (default: see the module doc).
+        :returns: the value before adding `n`.
+        :raises TypeError: if `name` is not a ``str``, `n` or `init` not an
+            ``int``, or `txn` not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended, or is
+            read-only and `n` is not 0.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         if not isinstance(name, str):
             raise TypeError(f'counter name must be a str, not {type(name).__name__!r}')
@@ -462,9 +542,14 @@ class Store:
     def begin(self, write=False):
         """Start a :class:`Transaction` (read-only unless ``write=True``).
 
-        Use it as a context manager, or call ``commit()``/``abort()``.
-        Raises :class:`~centidb.errors.TransactionError` when this thread
-        already has a write transaction open on this store.
+        Use it as a context manager, or call ``commit()``/``abort()``. A
+        write transaction waits while another thread holds one.
+
+        :param write: True for a write transaction.
+        :returns: the :class:`Transaction`.
+        :raises ~centidb.errors.TransactionError: if `write` and this thread
+            already has a write transaction open on this store.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._check_open()
         if write:

@@ -1,0 +1,228 @@
+"""Every public name has a docstring that documents its parameters.
+
+The API reference is autodoc of these docstrings, written with Sphinx field
+lists: ``:param name:``, ``:returns:``, ``:raises Error:``. This walks the
+public modules the way autodoc does (names without a leading underscore,
+defined in the centidb package; public methods and properties of public
+classes, inherited ones included) and checks that each has a docstring and
+that each parameter has a ``:param name:`` field (for ``__init__``, in the
+class docstring).
+
+The key codec functions may be compiled twins (see :mod:`centidb.keylib`):
+the docstrings checked for them are the pure module's, reached through
+``keylib.PYTHON`` and ``collection.index_entries_python``, never the copy
+the chooser puts on the twin. The twins are checked separately.
+"""
+
+import inspect
+import pkgutil
+import re
+
+import pytest
+
+import centidb
+from centidb import (
+    batches, collection, encodings, engines, errors, keyformat, keylib, store,
+)
+
+MODULES = [centidb, store, collection, engines, encodings, keylib, keyformat,
+           errors, batches]
+
+#: Twin functions and the pure function holding their documentation.
+PURE = {
+    (keylib, 'packs'): keylib.PYTHON.packs,
+    (keylib, 'unpacks'): keylib.PYTHON.unpacks,
+    (keylib, 'unpacks_list'): keylib.PYTHON.unpacks_list,
+    (collection, 'index_entries'): collection.index_entries_python,
+}
+
+
+def pure_version(module, name, obj):
+    """The pure-Python object behind a public name that may be a twin.
+
+    Besides :data:`PURE`, a module keeps the pure version of a twinned name
+    ``x`` as ``x_python`` (for example ``collection.index_entries_python``).
+    """
+    if (module, name) in PURE:
+        return PURE[module, name]
+    return getattr(module, f'{name}_python', obj)
+
+_DOCUMENTABLE = (staticmethod, classmethod, property)
+
+
+def _is_ours(obj):
+    return getattr(obj, '__module__', '').startswith('centidb')
+
+
+def public_objects():
+    """Yield ``(qualified name, object, class or None)`` for every public name.
+
+    A name is checked in the module that defines it, not where it is
+    imported or re-exported.
+    """
+    for module in MODULES:
+        yield module.__name__, module, None
+        seen = set()
+        for name, obj in sorted(vars(module).items()):
+            if name.startswith('_') or not (inspect.isclass(obj) or callable(obj)):
+                continue
+            obj = pure_version(module, name, obj)
+            if getattr(obj, '__module__', None) != module.__name__ or id(obj) in seen:
+                continue    # imported, or a second name (x_python) for one object
+            seen.add(id(obj))
+            yield f'{module.__name__}.{name}', obj, None
+            if inspect.isclass(obj):
+                yield from _public_members(f'{module.__name__}.{name}', obj)
+
+
+def _public_members(prefix, cls):
+    for name in sorted(dir(cls)):
+        if name.startswith('_') and name != '__init__':
+            continue
+        owner = next(klass for klass in cls.__mro__ if name in vars(klass))
+        if not _is_ours(owner):
+            continue
+        attr = vars(owner)[name]
+        if isinstance(attr, _DOCUMENTABLE):
+            attr = attr.fget if isinstance(attr, property) else attr.__func__
+        if not inspect.isfunction(attr):
+            continue    # data attributes are documented with ``#:`` comments
+        yield f'{prefix}.{name}', attr, cls
+
+
+PUBLIC = list(public_objects())
+
+
+def documented_params(doc):
+    """The names in ``:param name:`` and ``:param type name:`` fields."""
+    return set(re.findall(r'^\s*:param (?:[\w.\[\], ]+ )?(\w+):', doc or '', re.M))
+
+
+def checked_params(func):
+    """Parameters a docstring must document.
+
+    That is all but self/cls, *args, **kwargs and private ones (leading
+    underscore).
+    """
+    params = inspect.signature(func).parameters.values()
+    return [param.name for param in params
+            if param.name not in ('self', 'cls') and not param.name.startswith('_')
+            and param.kind not in (param.VAR_POSITIONAL, param.VAR_KEYWORD)]
+
+
+def test_the_walk_finds_the_api():
+    names = {name for name, _, _ in PUBLIC}
+    for expected in ('centidb.store.open', 'centidb.store.Store.collection',
+                     'centidb.collection.Collection.put',
+                     'centidb.collection.Collection.find',      # inherited
+                     'centidb.engines.Transaction.state',       # a property
+                     'centidb.engines.LmdbEngine.__init__',
+                     'centidb.keylib.packs', 'centidb.collection.index_entries',
+                     'centidb.batches.decode_batch', 'centidb.errors.CorruptKeyError',
+                     'centidb.keyformat.Desc.__init__'):
+        assert expected in names
+    assert not any(name.endswith('.__repr__') for name in names)
+
+
+def test_every_public_module_is_checked():
+    modules = {f'centidb.{info.name}' for info in pkgutil.iter_modules(centidb.__path__)
+               if not info.name.startswith('_')}
+    assert modules <= {module.__name__ for module in MODULES}
+
+
+# __init__ is documented in its class docstring.
+DOCUMENTED = [(name, obj) for name, obj, _ in PUBLIC if not name.endswith('.__init__')]
+FUNCTIONS = [entry for entry in PUBLIC if inspect.isfunction(entry[1])]
+
+
+@pytest.mark.parametrize('name, obj', DOCUMENTED, ids=[name for name, _ in DOCUMENTED])
+def test_has_docstring(name, obj):
+    doc = obj.__doc__       # not inspect.getdoc(), which inherits a class's
+    assert doc and doc.strip(), f'{name} has no docstring'
+    lines = doc.strip().splitlines()
+    assert len(lines) == 1 or not lines[1].strip(), (
+        f'{name}: the docstring must start with a one-line summary')
+
+
+@pytest.mark.parametrize('name, obj, cls', FUNCTIONS, ids=[name for name, _, _ in FUNCTIONS])
+def test_parameters_are_documented(name, obj, cls):
+    if name.endswith('.__init__'):
+        doc = (cls.__doc__ or '') + (obj.__doc__ or '')
+    else:
+        doc = obj.__doc__
+    missing = [param for param in checked_params(obj)
+               if param not in documented_params(doc)]
+    assert not missing, f'{name}: no :param: field for {missing}'
+
+
+def test_documented_params_exist():
+    """A ``:param x:`` field names a real parameter (catches stale docs)."""
+    stale = []
+    for name, obj, cls in FUNCTIONS:
+        doc = obj.__doc__
+        if name.endswith('.__init__'):
+            doc = cls.__doc__
+        params = inspect.signature(obj).parameters
+        stale += [f'{name}: {param}' for param in documented_params(doc) - set(params)]
+    assert not stale
+
+
+def _constants(module):
+    """Public names in ``__all__`` that are plain data (not functions or classes)."""
+    for name in getattr(module, '__all__', ()):
+        if name.startswith('_'):
+            continue
+        value = getattr(module, name)
+        if not (inspect.isclass(value) or callable(value) or inspect.ismodule(value)):
+            yield name
+
+
+@pytest.mark.parametrize('module', MODULES, ids=[m.__name__ for m in MODULES])
+def test_public_constants_have_doc_comments(module):
+    """Constants are documented by a ``#:`` comment just above them."""
+    lines = inspect.getsource(module).splitlines()
+    names = set(_constants(module))
+    if module is keyformat:
+        names = set(keyformat.FORMAT_CONSTANTS) | {'FORMAT_CONSTANTS'}
+    undocumented = []
+    for name in names:
+        pattern = re.compile(rf'^\s*(?:\w+, )*{name}(?:, \w+)* = ')
+        index = next((i for i, line in enumerate(lines) if pattern.match(line)), None)
+        assert index is not None, f'{module.__name__}.{name} is not assigned'
+        comment = index - 1
+        while comment >= 0 and lines[comment].lstrip().startswith('#:'):
+            comment -= 1
+        if comment == index - 1:
+            undocumented.append(name)
+    assert not undocumented, f'{module.__name__}: no #: comment for {sorted(undocumented)}'
+
+
+# --- the compiled twins -----------------------------------------------------
+
+def test_active_functions_carry_the_pure_docstrings():
+    """Whichever codec is active, what users call shows the pure docs."""
+    for (module, name), pure in PURE.items():
+        active = getattr(module, name)
+        assert active.__doc__ == pure.__doc__, f'{module.__name__}.{name}'
+
+
+def test_twins_have_docstrings_and_matching_signatures():
+    twins = keylib.available_implementations().get('speedups')
+    if twins is None:
+        pytest.skip('the compiled twin is not built')
+    pure = keylib.PYTHON
+    for name in ('packs', 'unpacks', 'unpacks_list'):
+        twin = getattr(twins, name)
+        doc = twin.__doc__ or ''
+        # Active, the chooser copied the pure docstring onto the twin;
+        # inactive, the twin's own docstring names the function it mirrors.
+        if keylib.IMPL == 'speedups':
+            assert doc == getattr(pure, name).__doc__
+        else:
+            assert f'keylib.{name}' in doc
+        # binding=True gives the twin a signature autodoc and help() can show.
+        assert (list(inspect.signature(twin).parameters)
+                == list(inspect.signature(getattr(pure, name)).parameters))
+    if keylib.SPEEDUPS is not None:
+        assert (list(inspect.signature(collection.index_entries).parameters)
+                == list(inspect.signature(collection.index_entries_python).parameters))
