@@ -787,6 +787,45 @@ cdef inline tuple as_key(object value):
     return tuple(value) if isinstance(value, tuple) else (value,)
 
 
+cdef class Record:
+    """Mirrors centidb.collection.Record."""
+
+    cdef public object coll, data, key, _stored, _entries, _indexes
+
+    def __init__(self, coll, data, key=None, _stored=None, _entries=None,
+                 _indexes=None):
+        self.coll = coll
+        self.data = data
+        self.key = key
+        self._stored = _stored
+        self._entries = _entries
+        self._indexes = _indexes
+
+    def __repr__(self):
+        name = self.coll.name if self.coll is not None else None
+        return f'<Record {name}:{self.key!r} {self.data!r}>'
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (self.coll is other.coll and self.key == other.key
+                and self.data == other.data)
+
+    __hash__ = None
+
+
+cdef Record new_record(coll, data, key, stored, entries, indexes):
+    """Record(coll, data, key, stored, entries, indexes) without the call."""
+    cdef Record record = Record.__new__(Record)
+    record.coll = coll
+    record.data = data
+    record.key = key
+    record._stored = stored
+    record._entries = entries
+    record._indexes = indexes
+    return record
+
+
 cdef class RecordWriter:
     """Mirrors centidb.collection.RecordWriter."""
 
@@ -795,12 +834,12 @@ cdef class RecordWriter:
     cdef readonly object encode, compress, key_func, limit
     cdef readonly bytes header, prefix
     cdef readonly tuple specs, indexes
-    cdef object record_class, delete_stale
+    cdef object delete_stale, pure_record
 
     def __init__(self, coll):
         from centidb import collection, encodings
-        self.record_class = collection.Record
         self.delete_stale = collection._delete_stale
+        self.pure_record = collection.Record_python
         self.coll = coll
         self.usable = coll._exact and not coll._unbound and not coll._batched
         self.encode = coll._pack
@@ -819,7 +858,7 @@ cdef class RecordWriter:
         cdef bytes key_bytes, value, entry_tail, entry
         cdef list entries, writes
         cdef bint too_long
-        if not self.usable or type(data) is self.record_class:
+        if not self.usable or type(data) is Record or type(data) is self.pure_record:
             return None
         if key is None:
             if self.key_func is None:
@@ -851,7 +890,7 @@ cdef class RecordWriter:
         for entry in entries:
             writes.append((entry, b''))
         raw._put_many(writes)
-        return self.record_class(self.coll, data, key, value, entries, self.indexes)
+        return new_record(self.coll, data, key, value, entries, self.indexes)
 
 
 cdef bytes _AFTER_KEY_SEP = bytes([KEY_SEP + 1])
@@ -903,6 +942,26 @@ cdef class RecordReader:
         stored = self.stored(self.raw_of(txn), key_bytes)
         return default if stored is None else self.decode(stored)
 
+    def index_records(self, index, bint items, raw, lo, hi, reverse):
+        """Mirrors centidb.collection.RecordReader.index_records."""
+        coll = self.coll
+        index_prefix = index.prefix
+        for entry in raw.keys(lo, hi, reverse):
+            parts = unpacks_list(entry, index_prefix)
+            if len(parts) != 2:
+                raise index._corrupt_entry_error(entry)
+            key_bytes = pack_entry(parts[1], self.prefix, b'')
+            if coll._batched:
+                stored = coll._get_stored(raw, key_bytes)
+            else:
+                stored = self.stored(raw, key_bytes)
+            if stored is None:
+                raise index._missing_record_error(parts[1])
+            if items:
+                yield parts[0], self.decode(stored)
+            else:
+                yield self.decode(stored)
+
     def index_get(self, txn, index, x, default):
         """Mirrors centidb.collection.RecordReader.index_get."""
         cdef bytes packed = pack_entry(as_key(x), index.prefix, b'')
@@ -911,7 +970,8 @@ cdef class RecordReader:
         if found is None:
             return default
         entry = found[0]
-        stored = self.stored(raw, self.prefix + entry[PyBytes_GET_SIZE(packed) + 1:])
+        key_bytes = self.prefix + entry[PyBytes_GET_SIZE(packed) + 1:]
+        stored = self.stored(raw, key_bytes)
         if stored is None:
-            raise index._missing_record_error()
+            raise index._missing_record_error(unpacks(key_bytes, self.prefix))
         return self.decode(stored)

@@ -76,6 +76,12 @@ class Record:
     __hash__ = None
 
 
+#: The pure-Python version, whichever is active (for parity tests).
+Record_python = Record
+if keylib.SPEEDUPS is not None:
+    Record = keylib.SPEEDUPS.Record
+
+
 def _as_key(value):
     """A key tuple from a tuple (or namedtuple) or a bare value."""
     if type(value) is tuple:
@@ -177,7 +183,7 @@ class RecordWriter:
             user code and written nothing, when the put is not the common
             case.
         """
-        if not self.usable or type(data) is Record:
+        if not self.usable or type(data) is Record or type(data) is Record_python:
             return None
         if key is None:
             if self.key_func is None:
@@ -282,10 +288,42 @@ class RecordReader:
         found = raw.first(packed + _ENTRY_SEP, keylib.after_key(packed))
         if found is None:
             return default
-        stored = self._stored(raw, self.prefix + found[0][len(packed) + 1:])
+        key_bytes = self.prefix + found[0][len(packed) + 1:]
+        stored = self._stored(raw, key_bytes)
         if stored is None:
-            raise index._missing_record_error()
+            raise index._missing_record_error(keylib.unpacks(key_bytes, self.prefix))
         return self._decode(stored)
+
+    def index_records(self, index, items, raw, lo, hi, reverse):
+        """Iterate the records the entries of `index` in ``[lo, hi)`` point at.
+
+        :param index: an :class:`Index` of the collection.
+        :param items: yield ``(index tuple, value)`` pairs instead of values.
+        :param raw: the engine :class:`~centidb.engines.Transaction`.
+        :param lo: the lowest entry key, or ``None``.
+        :param hi: the entry key at which to stop, or ``None``.
+        :param reverse: iterate from `hi` down.
+        :returns: an iterator of record values, or of pairs.
+        :raises ~centidb.errors.CorruptKeyError: (while iterating) for an
+            entry that does not hold an index tuple and a record key.
+        :raises ~centidb.errors.IndexInconsistentError: (while iterating)
+            for an entry that points at a missing record.
+        """
+        coll = self.coll
+        for entry in raw.keys(lo, hi, reverse):
+            parts = keylib.unpacks_list(entry, index.prefix)
+            if len(parts) != 2:
+                raise index._corrupt_entry_error(entry)
+            key_bytes = keylib.packs(parts[1], self.prefix)
+            # A batch() in this transaction may have moved the record.
+            stored = (coll._get_stored(raw, key_bytes) if coll._batched
+                      else self._stored(raw, key_bytes))
+            if stored is None:
+                raise index._missing_record_error(parts[1])
+            if items:
+                yield parts[0], self._decode(stored)
+            else:
+                yield self._decode(stored)
 
 
 #: The pure-Python version, whichever is active (for parity tests).
@@ -472,7 +510,8 @@ class Collection(_Queryable):
         index need not have been added in this session.
 
         :param name: the index's name.
-        :raises KeyError: if the collection has no stored index `name`.
+        :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if the
+            collection has no stored index `name`.
         :raises ~centidb.errors.TransactionError: while this thread has a
             write transaction open on the store.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
@@ -1179,9 +1218,22 @@ class Index(_Queryable):
         for entry in raw.keys(lo, hi, reverse):
             parts = unpacks_list(entry, self.prefix)
             if len(parts) != 2:
-                raise CorruptKeyError(f'index entry {entry!r} does not hold an '
-                                      f'index tuple and a record key')
+                raise self._corrupt_entry_error(entry)
             yield parts[0], parts[1], raw
+
+    def _corrupt_entry_error(self, entry):
+        return CorruptKeyError(f'index entry {entry!r} does not hold an '
+                               f'index tuple and a record key')
+
+    def _records(self, txn, lo, hi, prefix, reverse, max, include, items):
+        """Iterate the records (or index tuple and record pairs) of a query."""
+        _check_query(reverse, max)
+        lo_bytes, hi_bytes = _key_range(self.prefix, lo, hi, prefix, include)
+        reader = self.coll._reader
+
+        def source(raw, lo, hi, reverse):
+            return reader.index_records(self, items, raw, lo, hi, reverse)
+        return self.coll.store._iterate(txn, lo_bytes, hi_bytes, reverse, max, source)
 
     def pairs(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
@@ -1280,9 +1332,7 @@ class Index(_Queryable):
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
-        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
-        coll = self.coll
-        return ((tup, coll._decode(_fetch(raw, coll, key))) for tup, key, raw in entries)
+        return self._records(txn, lo, hi, prefix, reverse, max, include, True)
 
     def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
                include=False, txn=None):
@@ -1309,9 +1359,7 @@ class Index(_Queryable):
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
-        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
-        coll = self.coll
-        return (coll._decode(_fetch(raw, coll, key)) for _, key, raw in entries)
+        return self._records(txn, lo, hi, prefix, reverse, max, include, False)
 
     def _matches(self, txn, lo, hi, prefix, reverse, max, include):
         return self._scan(txn, lo, hi, prefix, reverse, max, include)
@@ -1365,21 +1413,12 @@ class Index(_Queryable):
         coll = self.coll
         stored = coll._get_stored(raw, coll.prefix + entry[head_length:])
         if stored is None:
-            raise self._missing_record_error()
+            raise self._missing_record_error(keylib.unpacks(entry[head_length:]))
         return stored
 
-    def _missing_record_error(self):
+    def _missing_record_error(self, key):
         return IndexInconsistentError(
-            f'index {self.name!r} of collection {self.coll.name!r} points at a '
-            f'missing record: the index is inconsistent (was a blind put used on '
-            f'an existing key, or an index function changed?)')
+            f'index {self.name!r} of collection {self.coll.name!r} points at '
+            f'missing record {key!r}: the index is inconsistent (was a blind put '
+            f'used on an existing key, or an index function changed?)')
 
-
-def _fetch(raw, coll, key):
-    stored = coll._get_stored(raw, keylib.packs(key, coll.prefix))
-    if stored is None:
-        raise IndexInconsistentError(
-            f'index of collection {coll.name!r} points at missing record '
-            f'{key!r}: the index is inconsistent (was a blind put used on an '
-            f'existing key, or an index function changed?)')
-    return stored

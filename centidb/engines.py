@@ -270,6 +270,13 @@ class Transaction:
         raise TransactionError(
             f'this transaction was already {self._state}; begin a new one')
 
+    def _refuse_write(self):
+        """Raise why this transaction cannot write now (ended, or read-only)."""
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        raise TransactionError(
+            'put() in a read-only transaction; use begin(write=True)')
+
     def get(self, key):
         """Return the value stored under `key`, or ``None``.
 
@@ -456,8 +463,9 @@ class Transaction:
         """Store each ``(key, value)`` of the sequence ``pairs``, in order.
 
         For callers that built valid keys and values themselves (the
-        collection layer); the transaction must be open and writable.
-        Engines override it with a faster path; this one calls :meth:`put`.
+        collection layer): keys and values are not checked, but an ended or
+        read-only transaction raises as :meth:`put` does. Engines override
+        it with a faster path; this one calls :meth:`put`.
         """
         for key, value in pairs:
             self.put(key, value)
@@ -939,6 +947,8 @@ class _WriteLog:
                 self._sorted[key] = value
 
     def _put_many(self, pairs):
+        if self._log is None or self._state is not _OPEN:
+            self._refuse_write()
         self._log += pairs
         if self._pending is not None:
             self._pending.update(pairs)
@@ -1316,7 +1326,12 @@ class LmdbEngine(Engine):
 
     @property
     def map_size(self):
-        """The current size of the memory map in bytes."""
+        """The current size of the memory map in bytes.
+
+        :raises ~centidb.errors.EngineClosedError: after :meth:`close`.
+        """
+        if self._closed:
+            raise self._closed_error()
         return self._env.info()['map_size']
 
     def _begin(self, write):
@@ -1465,11 +1480,13 @@ class _LmdbTransaction(Transaction):
         self.writes += 1
 
     def _put_many(self, pairs):
+        if self._state is not _OPEN or not self.write:
+            self._refuse_write()
+        self.writes += len(pairs)   # first: a failure may have written some
         try:
             self._shared_cursor().putmulti(pairs)
         except lmdb.Error as exc:
             self._fail(exc, max((key for key, _ in pairs), key=len))
-        self.writes += len(pairs)
 
     def first(self, lo=None, hi=None, reverse=False):
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
@@ -1601,6 +1618,21 @@ class WrapperTransaction(Transaction):
     def _items(self, lo, hi, reverse):
         return self.inner.items(lo, hi, reverse)
 
+    def first(self, lo=None, hi=None, reverse=False):
+        """Check the state and bounds, then forward to ``inner.first``.
+
+        So the inner engine's own seek is used, not an iteration.
+
+        :param lo: as for :meth:`Transaction.first`.
+        :param hi: as for :meth:`Transaction.first`.
+        :param reverse: as for :meth:`Transaction.first`.
+        :returns: ``(key, value)``, or ``None`` if the range is empty.
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        _check_bounds(lo, hi)
+        return self.inner.first(lo, hi, reverse)
+
     def _commit(self):
         self.inner.commit()
 
@@ -1698,6 +1730,18 @@ class WrapperEngine(Engine):
         self._check_open()
         return self.inner.keys(lo, hi, reverse)
 
+    def first(self, lo=None, hi=None, reverse=False):
+        """Forward to ``inner.first``.
+
+        :param lo: as for :meth:`Engine.first`.
+        :param hi: as for :meth:`Engine.first`.
+        :param reverse: as for :meth:`Engine.first`.
+        :raises ~centidb.errors.EngineClosedError: if the wrapper is closed;
+            otherwise whatever ``inner.first`` raises.
+        """
+        self._check_open()
+        return self.inner.first(lo, hi, reverse)
+
 
 class TraceTransaction(WrapperTransaction):
     """A :class:`WrapperTransaction` that records calls on its engine.
@@ -1750,6 +1794,16 @@ class TraceTransaction(WrapperTransaction):
         """
         self.engine.record('txn.keys', (lo, hi, reverse))
         return super().keys(lo, hi, reverse)
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Record ``('txn.first', (lo, hi, reverse))`` and forward.
+
+        :param lo: as for :meth:`Transaction.first`.
+        :param hi: as for :meth:`Transaction.first`.
+        :param reverse: as for :meth:`Transaction.first`.
+        """
+        self.engine.record('txn.first', (lo, hi, reverse))
+        return super().first(lo, hi, reverse)
 
     def commit(self):
         """Record ``('txn.commit', ())`` and forward."""
@@ -1851,6 +1905,16 @@ class TraceEngine(WrapperEngine):
         """
         self.record('keys', (lo, hi, reverse))
         return super().keys(lo, hi, reverse)
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Record ``('first', (lo, hi, reverse))`` and forward.
+
+        :param lo: as for :meth:`Engine.first`.
+        :param hi: as for :meth:`Engine.first`.
+        :param reverse: as for :meth:`Engine.first`.
+        """
+        self.record('first', (lo, hi, reverse))
+        return super().first(lo, hi, reverse)
 
 
 # --- registry ----------------------------------------------------------------

@@ -67,7 +67,12 @@ class StoreFormatError(StoreError, ValueError):
 
 
 class EncoderMismatchError(StoreError, ValueError):
-    """A collection was reopened with an encoder other than the one it was made with."""
+    """A collection was reopened with an encoder or packer other than its own.
+
+    Its own are the ones it was created with, recorded in the store. To
+    pack some records differently, pass ``packer=`` to ``put()`` or
+    ``batch()``.
+    """
 
 
 class UnknownEncoderError(StoreError, LookupError):
@@ -76,6 +81,14 @@ class UnknownEncoderError(StoreError, LookupError):
     Register it with ``store.add_encoder()`` (after a reopen, custom encoders
     and packers must be registered again).
     """
+
+
+class UnknownIndexError(StoreError, KeyError):
+    """A collection has no stored index of the given name."""
+
+    def __str__(self):
+        # KeyError's str() is the repr of its argument; show the message.
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
 
 class IndexNotAddedError(StoreError, RuntimeError):

@@ -37,7 +37,7 @@ from centidb.collection import Collection, Index, index_entries
 from centidb.engines import Engine, get_engine_class
 from centidb.errors import (
     EncoderMismatchError, EngineClosedError,
-    StoreFormatError, TransactionError, UnknownEncoderError,
+    StoreFormatError, TransactionError, UnknownEncoderError, UnknownIndexError,
 )
 
 __all__ = ['open', 'Store', 'Transaction', 'FORMAT_NAME', 'FORMAT_VERSION']
@@ -65,6 +65,13 @@ def _dump(info):
 
 def _load(data):
     return json.loads(data.decode('utf-8'))
+
+
+def _packer_mismatch(coll_name, packer_name, given_name):
+    return EncoderMismatchError(
+        f'collection {coll_name!r} was created with packer {packer_name!r}, not '
+        f'{given_name!r}; pass packer= to put() or batch() to pack some '
+        f'records differently')
 
 
 def open(engine, **engine_kwargs):  # noqa: A001 - the documented API name
@@ -342,9 +349,11 @@ class Store:
         :param encoder: the record :class:`~centidb.encodings.Encoder`
             (default ``default_encoder``), stored by name.
         :param packer: the :class:`~centidb.encodings.Encoder` that
-            compresses new records (default: the one the collection was
-            created with; for a new collection the ``'plain'`` packer, no
-            compression). ``put(packer=)`` overrides it per record.
+            compresses new records, stored by name like `encoder`: for an
+            existing collection it may only name the packer the collection
+            was created with (default: that one; for a new collection the
+            ``'plain'`` packer, no compression). ``put(packer=)`` and
+            ``batch(packer=)`` choose another for some records.
         :param counter_name: the counter (see :meth:`count`) that numbers
             keys when there is no key function (default ``'<name>:key'``).
         :returns: the :class:`~centidb.collection.Collection`.
@@ -352,9 +361,9 @@ class Store:
             function that is not callable.
         :raises ValueError: if both key functions are given, or, for a
             collection already open in this session, a different key
-            function, packer or counter name.
-        :raises ~centidb.errors.EncoderMismatchError: if the collection was
-            created with another encoder.
+            function or counter name.
+        :raises ~centidb.errors.EncoderMismatchError: (a ``ValueError``) if
+            the collection was created with another encoder or packer.
         :raises ~centidb.errors.UnknownEncoderError: if the collection's
             encoder or packer is not registered in this session (see
             :meth:`add_encoder`), or a new encoder would need registering
@@ -401,8 +410,7 @@ class Store:
                 f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
                 f'not {encoder.name!r}')
         if packer is not None and packer.name != coll.packer.name:
-            raise ValueError(f'collection {coll.name!r} is already open with packer '
-                             f'{coll.packer.name!r}; pass packer= to put() instead')
+            raise _packer_mismatch(coll.name, coll.packer.name, packer.name)
         if counter_name is not None and counter_name != coll.counter_name:
             raise ValueError(f'collection {coll.name!r} uses counter '
                              f'{coll.counter_name!r}, not {counter_name!r}')
@@ -439,6 +447,8 @@ class Store:
                 f'mis-decode its records')
         if packer is None:
             packer = self._registered(info['packer'], name)
+        elif packer.name != info['packer']:
+            raise _packer_mismatch(name, info['packer'], packer.name)
         self._encoder_id(encoder)
         self._encoder_id(packer)
         with self.engine.begin() as raw:
@@ -472,36 +482,49 @@ class Store:
                 coll._bind(index)
                 return index
         # Lock order: the engine's writer lock, then self._lock.
-        with self._own_write_txn('add_index()') as raw, self._lock:
-            if name in coll.indices:
-                raise ValueError(f'index {name!r} was just added to collection '
-                                 f'{coll.name!r} by another thread')
-            index_id = self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True)
-            raw.put(_meta_key('index', coll.coll_id, name), _dump({'id': index_id}))
-            index = Index(coll, name, index_id, func)
-            lo, hi = keylib.prefix_range((), coll.prefix)
-            for key_bytes, stored in list(coll._logical_items(raw, lo, hi, False)):
-                for entry in index_entries(((func, index.prefix),), coll._decode(stored),
-                                           coll._entry_tail(key_bytes)):
-                    raw.put(entry, b'')
-            coll._bind(index)
+        index = None
+        try:
+            with self._own_write_txn('add_index()') as raw, self._lock:
+                if name in coll.indices:
+                    raise ValueError(f'index {name!r} was just added to collection '
+                                     f'{coll.name!r} by another thread')
+                index_id = self._count(raw, (_META, 'sys', _PREFIX_COUNTER), 1, 1, meta=True)
+                raw.put(_meta_key('index', coll.coll_id, name), _dump({'id': index_id}))
+                index = Index(coll, name, index_id, func)
+                lo, hi = keylib.prefix_range((), coll.prefix)
+                for key_bytes, stored in list(coll._logical_items(raw, lo, hi, False)):
+                    for entry in index_entries(((func, index.prefix),), coll._decode(stored),
+                                               coll._entry_tail(key_bytes)):
+                        raw.put(entry, b'')
+                # Bound before the commit, so no writer slips in between.
+                coll._bind(index)
+        except BaseException:
+            # The commit failed: the index and its id were not stored.
+            if index is not None and coll.indices.get(name) is index:
+                self._forget_index(coll, name)
+            raise
         return index
+
+    def _forget_index(self, coll, name):
+        """Remove the index `name` from `coll`'s state in this session."""
+        coll.indices.pop(name, None)
+        coll._set_indexes(tuple(index for index in coll._indexes if index.name != name))
+        coll._stored_indexes.pop(name, None)
+        coll._unbound.discard(name)
+        coll._prepare_fast_paths()
 
     def _drop_index(self, coll, name):
         self._check_open()
         if name not in coll._stored_indexes:
-            raise KeyError(f'collection {coll.name!r} has no index {name!r}')
+            raise UnknownIndexError(f'collection {coll.name!r} has no index {name!r} '
+                                    f'to drop')
         index_id = coll._stored_indexes[name]
         with self._own_write_txn('drop_index()') as raw, self._lock:
             lo, hi = keylib.prefix_range((), keylib.packs(index_id))
             for key_bytes in list(raw.keys(lo, hi)):
                 raw.delete(key_bytes)
             raw.delete(_meta_key('index', coll.coll_id, name))
-        coll.indices.pop(name, None)
-        coll._set_indexes(tuple(index for index in coll._indexes if index.name != name))
-        coll._stored_indexes.pop(name, None)
-        coll._unbound.discard(name)
-        coll._prepare_fast_paths()
+        self._forget_index(coll, name)
 
     # --- counters -------------------------------------------------------------------
 

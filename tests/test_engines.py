@@ -519,6 +519,37 @@ def test_closed_engine_raises_everywhere(engine):
     assert reader.state == writer.state == 'closed'
 
 
+def test_put_many_reads_back_and_checks_the_state(engine):
+    """_put_many, the collection layer's unchecked bulk write: its writes are
+    seen by get/first/items (also by an iterator made before them), and an
+    ended, read-only or closed transaction raises like put() (it raised
+    TypeError or AttributeError, and LMDB aborted a read transaction)."""
+    fill(engine, [(b'b', b'0')])
+    with engine.begin(write=True) as txn:
+        it = txn.items()
+        assert next(it) == (b'b', b'0')
+        txn._put_many([(b'a', b'1'), (b'c', b'2'), (b'b', b'3')])
+        assert txn.get(b'b') == b'3' and txn.first(b'bb') == (b'c', b'2')
+        assert txn.first(reverse=True) == (b'c', b'2')
+        assert list(it) == [(b'c', b'2')]
+        assert txn.writes == 3
+    assert list(engine.items()) == [(b'a', b'1'), (b'b', b'3'), (b'c', b'2')]
+    with pytest.raises(TransactionError, match='committed'):
+        txn._put_many([(b'd', b'4')])
+    reader = engine.begin()
+    with pytest.raises(TransactionError, match='read-only'):
+        reader._put_many([(b'd', b'4')])
+    assert reader.state == 'open' and reader.get(b'a') == b'1'
+    writer = engine.begin(write=True)
+    engine.close()
+    for ended in (reader, writer):
+        with pytest.raises(EngineClosedError):
+            ended._put_many([(b'd', b'4')])
+        with pytest.raises(EngineClosedError):
+            ended.first()
+        assert ended._fast_get is None
+
+
 def test_close_inside_with_block_reports_lost_writes(engine):
     with pytest.raises(EngineClosedError):
         with engine.begin(write=True) as txn:
@@ -852,6 +883,16 @@ def test_lmdb_autogrow(tmp_path):
         eng.close()
 
 
+def test_lmdb_map_size_after_close_raises_engine_closed(tmp_path):
+    """map_size after close() raised a raw lmdb.Error."""
+    pytest.importorskip('lmdb')
+    eng = LmdbEngine(tmp_path / 'db', map_size=1 << 20, sync=False)
+    assert eng.map_size == 1 << 20
+    eng.close()
+    with pytest.raises(EngineClosedError, match='closed'):
+        eng.map_size
+
+
 def test_lmdb_key_size_limit(tmp_path):
     pytest.importorskip('lmdb')
     with LmdbEngine(tmp_path / 'db', sync=False) as eng:
@@ -893,6 +934,35 @@ def test_trace_engine_records_calls():
     assert lines[0] == "put(b'a', b'1')"
     assert lines[5] == "txn.items(b'a', None, False)"
     assert eng.inner.closed
+
+
+def test_wrapper_forwards_first_and_trace_records_it():
+    """first() was neither forwarded (the wrapper iterated with items(), so
+    the inner engine's seek went unused) nor traced."""
+    inner = TraceEngine(ListEngine())
+    eng = TraceEngine(inner)
+    eng.put(b'a', b'1')
+    eng.put(b'b', b'2')
+    inner.calls.clear()
+    with eng.begin() as txn:
+        assert txn.first(b'a\x00') == (b'b', b'2')
+        assert txn.first(hi=b'b', reverse=True) == (b'a', b'1')
+        with pytest.raises(TypeError):
+            txn.first('a')                  # checked before forwarding
+    assert eng.first(b'c') is None
+    assert [call for call in eng.calls if 'first' in call[0]] == [
+        ('txn.first', (b'a\x00', None, False)),
+        ('txn.first', (None, b'b', True)),
+        ('txn.first', ('a', None, False)),
+        ('first', (b'c', None, False)),
+    ]
+    assert [name for name, _ in inner.calls] == [
+        'begin', 'txn.first', 'txn.first', 'txn.commit', 'first']
+    with pytest.raises(TransactionError):
+        txn.first()
+    eng.close()
+    with pytest.raises(EngineClosedError):
+        eng.first()
 
 
 class Injected(Exception):

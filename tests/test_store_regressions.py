@@ -11,6 +11,11 @@ import pytest
 
 import centidb
 from centidb import encodings, keylib
+from centidb.errors import (
+    CentiError, EncoderMismatchError, EngineClosedError, MapFullError,
+    TransactionError, UnknownIndexError,
+)
+from stores import ENGINE_NAMES, open_store
 
 
 def _list_store():
@@ -174,6 +179,86 @@ def test_put_in_joined_txn_is_all_or_nothing_when_engine_rejects_entry(tmp_path)
     store.close()
 
 
+# --- the engine transaction under a store transaction ended ---------------------------
+
+@pytest.mark.parametrize('name', ENGINE_NAMES)
+def test_put_after_the_engine_transaction_ended_raises_a_centidb_error(name, tmp_path):
+    """put() writes through the engine's unchecked _put_many: once the engine
+    transaction under a store transaction had ended (aborted, as LMDB does on
+    MapFullError, or the engine closed), put() raised TypeError or
+    AttributeError instead of TransactionError or EngineClosedError."""
+    store = open_store(name, tmp_path)
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    txn = store.begin(write=True)
+    coll.put({'k': 1}, txn=txn)
+    txn.raw.abort()
+    with pytest.raises(TransactionError, match='aborted'):
+        coll.put({'k': 2}, txn=txn)
+    with pytest.raises(TransactionError, match='aborted'):
+        coll.put({'k': 2})                  # joins the same transaction
+    txn.abort()
+    txn = store.begin(write=True)
+    store.engine.close()
+    with pytest.raises(EngineClosedError):
+        coll.put({'k': 3}, txn=txn)
+    with pytest.raises(EngineClosedError):
+        coll.get(3, txn=txn)
+    store.close()
+
+
+def test_put_after_map_full_in_a_store_transaction(tmp_path):
+    """MapFullError aborts the LMDB transaction; the next put() in the same
+    store transaction must say so (it raised AttributeError)."""
+    store = centidb.open('LmdbEngine', path=str(tmp_path / 'db'), map_size=64 << 10,
+                         autogrow=False)
+    coll = store.collection('c')
+    txn = store.begin(write=True)
+    with pytest.raises(MapFullError):
+        for i in range(2000):
+            coll.put('x' * 100, key=i, txn=txn)
+    with pytest.raises(TransactionError, match='aborted'):
+        coll.put('y', key=-1, txn=txn)
+    txn.abort()
+    assert coll.count() == 0
+    store.close()
+
+
+def test_add_index_whose_commit_fails_is_not_left_bound():
+    """add_index() bound the index before its commit: when the commit failed,
+    the index stayed bound under a prefix id the store never recorded, and
+    the next new index reused that id, so two indexes shared entries."""
+    from centidb.engines import ListEngine, WrapperEngine, WrapperTransaction
+
+    class FailingTransaction(WrapperTransaction):
+        def _commit(self):
+            if self.engine.fail:
+                self.inner.abort()
+                raise OSError('disk full (simulated)')
+            super()._commit()
+
+    class FailingEngine(WrapperEngine):
+        transaction_class = FailingTransaction
+        fail = False
+
+    engine = FailingEngine(ListEngine())
+    store = centidb.Store(engine)
+    people, pets = store.collection('people'), store.collection('pets')
+    people.put({'city': 'Leeds'}, key=1)
+    engine.fail = True
+    with pytest.raises(OSError, match='disk full'):
+        people.add_index('city', lambda rec: rec['city'])
+    engine.fail = False
+    assert people.indices == {}
+    people.put({'city': 'Bath'}, key=2)
+    kinds = pets.add_index('kind', lambda rec: rec['kind'])
+    pets.put({'kind': 'cat'}, key=1)
+    assert list(kinds.pairs()) == [(('cat',), (1,))]
+    city = people.add_index('city', lambda rec: rec['city'])
+    assert city.prefix != kinds.prefix
+    assert list(city.pairs()) == [(('Bath',), (2,)), (('Leeds',), (1,))]
+    store.close()
+
+
 # --- keys ------------------------------------------------------------------------------
 
 def test_key_func_returning_none_does_not_fall_back_to_counter():
@@ -207,3 +292,36 @@ def test_builtin_encoder_object_in_write_txn_is_not_unknown(tmp_path):
         coll = store.collection('a', encoder=encodings.make_msgpack_encoder())
         coll.put(2)
     store.close()
+
+
+# --- API consistency ----------------------------------------------------------------------
+
+def test_packer_mismatch_raises_encoder_mismatch_in_session_and_after_reopen(tmp_path):
+    """A different packer raised a plain ValueError in the same session and
+    was accepted silently (for this session only) after reopening the store;
+    the encoder raised EncoderMismatchError in both cases."""
+    def reopen():
+        return centidb.open('LmdbEngine', path=str(tmp_path / 'db'))
+    store = reopen()
+    store.collection('c', packer=encodings.ZLIB_PACKER).put('x', key=1)
+    with pytest.raises(EncoderMismatchError, match="packer 'zlib', not 'plain'"):
+        store.collection('c', packer=encodings.PLAIN_PACKER)
+    store.close()
+    store = reopen()
+    with pytest.raises(EncoderMismatchError, match="packer 'zlib', not 'plain'"):
+        store.collection('c', packer=encodings.PLAIN_PACKER)
+    coll = store.collection('c', packer=encodings.ZLIB_PACKER)     # its own: fine
+    assert coll.packer is encodings.ZLIB_PACKER and coll.get(1) == 'x'
+    coll.put('y', key=2, packer=encodings.PLAIN_PACKER)            # per record: fine
+    assert store.collection('c').get(2) == 'y'
+    store.close()
+
+
+def test_drop_of_an_unknown_index_raises_a_centidb_key_error():
+    """drop_index('nosuch') raised a plain KeyError, outside centidb.errors."""
+    store = _list_store()
+    coll = store.collection('people')
+    with pytest.raises(UnknownIndexError) as info:
+        coll.drop_index('city')
+    assert isinstance(info.value, KeyError) and isinstance(info.value, CentiError)
+    assert str(info.value) == "collection 'people' has no index 'city' to drop"
