@@ -834,12 +834,15 @@ cdef class RecordWriter:
     cdef readonly object encode, compress, key_func, limit
     cdef readonly bytes header, prefix
     cdef readonly tuple specs, indexes
-    cdef object delete_stale, pure_record
+    cdef object delete_stale, pure_record, store, txn_class
 
     def __init__(self, coll):
         from centidb import collection, encodings
         self.delete_stale = collection._delete_stale
         self.pure_record = collection.Record_python
+        from centidb.store import Transaction
+        self.store = coll.store
+        self.txn_class = Transaction
         self.coll = coll
         self.usable = coll._exact and not coll._unbound and not coll._batched
         self.encode = coll._pack
@@ -852,12 +855,20 @@ cdef class RecordWriter:
         self.indexes = coll._indexes
         self.limit = coll.store.engine.max_key_size
 
-    def write(self, raw, data, key, blind):
+    cdef object raw_of(self, txn):
+        if type(txn) is self.txn_class and txn.store is self.store and txn.write:
+            raw = txn.raw
+            if raw is not None:
+                return raw
+        return self.store._raw_txn(txn, True)
+
+    def write(self, txn, data, key, blind):
         """Mirrors centidb.collection.RecordWriter.write."""
         cdef Py_ssize_t limit, prefix_length
         cdef bytes key_bytes, value, entry_tail, entry
         cdef list entries, writes
         cdef bint too_long
+        raw = self.raw_of(txn)
         if not self.usable or type(data) is Record or type(data) is self.pure_record:
             return None
         if key is None:
@@ -889,7 +900,12 @@ cdef class RecordWriter:
         writes = [(key_bytes, value)]
         for entry in entries:
             writes.append((entry, b''))
-        raw._put_many(writes)
+        fast_put_many = raw._fast_put_many
+        if fast_put_many is None:
+            raw._put_many(writes)
+        else:
+            raw.writes += len(writes)
+            fast_put_many(writes)
         return new_record(self.coll, data, key, value, entries, self.indexes)
 
 

@@ -167,22 +167,36 @@ class RecordWriter:
         self.specs = coll._index_specs
         self.indexes = coll._indexes
         self.limit = coll.store.engine.max_key_size
+        from centidb.store import Transaction  # centidb.store imports this module
+        self.store = coll.store
+        self.txn_class = Transaction
 
-    def write(self, raw, data, key, blind):
-        """Store `data` through the engine transaction `raw`; return its Record.
+    def _raw(self, txn):
+        if type(txn) is self.txn_class and txn.store is self.store and txn.write:
+            raw = txn.raw
+            if raw is not None:
+                return raw
+        return self.store._raw_txn(txn, True)   # raises the right error
+
+    def write(self, txn, data, key, blind):
+        """Store `data` in the store transaction `txn`; return its Record.
 
         Raises what the key function, index functions, encoder or engine
         raise, having written nothing.
 
-        :param raw: the open, writable engine
-            :class:`~centidb.engines.Transaction`.
+        :param txn: a write :class:`~centidb.store.Transaction` of the
+            store.
         :param data: the record value.
         :param key: the key, or ``None`` to use the collection's ``key_func``.
         :param blind: as for :meth:`Collection.put`.
         :returns: the stored :class:`Record`, or ``None``, having called no
             user code and written nothing, when the put is not the common
             case.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
         """
+        raw = self._raw(txn)
         if not self.usable or type(data) is Record or type(data) is Record_python:
             return None
         if key is None:
@@ -206,7 +220,12 @@ class RecordWriter:
                 _delete_stale(raw, coll._entries(coll._decode(old), entry_tail), entries)
         writes = [(key_bytes, value)]
         writes += [(entry, _EMPTY) for entry in entries]
-        raw._put_many(writes)
+        fast_put_many = raw._fast_put_many
+        if fast_put_many is None:
+            raw._put_many(writes)
+        else:
+            raw.writes += len(writes)
+            fast_put_many(writes)
         return Record(self.coll, data, key, value, entries, self.indexes)
 
 
@@ -599,23 +618,21 @@ class Collection(_Queryable):
             the store while this thread has a write transaction open.
         """
         store = self.store
-        if packer is None:
-            header = self._packer_header
-        else:
-            header = bytes([store._encoder_id(packer)])
         if txn is None:
             txn = store._current_write_txn()
             if txn is None:
+                if packer is not None:
+                    store._encoder_id(packer)   # registers it before begin()
                 with store.begin(True) as own:
                     return self.put(rec, key, blind, own, packer)
-            raw = txn.raw
-        else:
-            raw = store._raw_txn(txn, True)
         if packer is None:
-            record = self._writer.write(raw, rec, key, blind)
+            record = self._writer.write(txn, rec, key, blind)
             if record is not None:
                 return record
-        return self._put(txn, raw, rec, key, blind, packer, header)
+            header = self._packer_header
+        else:
+            header = bytes([store._encoder_id(packer)])
+        return self._put(txn, store._raw_txn(txn, True), rec, key, blind, packer, header)
 
     def _put(self, txn, raw, rec, key, blind, packer, header):
         if self._unbound:

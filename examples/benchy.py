@@ -21,6 +21,10 @@ Modes:
 * ``index range scan``: every record in reversed-location order through the
   index.
 
+Before the read modes, LevelDB stores (raw and centidb alike) are compacted,
+so the reads measure a settled database rather than a race with LevelDB's
+background compaction of the load.
+
 Baselines, in the same run on the same records, each written for speed by
 hand: ``raw lmdb`` and ``raw plyvel`` store exactly the keys centidb stores
 (built with ``keylib.packs``) with plain msgpack values; ``sqlite3`` uses a
@@ -59,6 +63,7 @@ from tqdm import tqdm
 
 import centidb
 from centidb import encodings, keylib
+from centidb.engines import PlyvelEngine
 
 RECORDS = 235886
 QUICK_RECORDS = 2000
@@ -183,6 +188,10 @@ class Centidb:
             found = self.coll.count(txn=txn) + sum(
                 index.count(txn=txn) for index in self.coll.indices.values())
         assert found == keys_written, (self.engine, found, keys_written)
+
+    def settle(self):
+        if isinstance(self.store.engine, PlyvelEngine):
+            self.store.engine.compact()
 
     def get_by_key(self):
         store, get, keys = self.store, self.coll.get, self.data.sample_keys
@@ -374,6 +383,9 @@ class RawPlyvel:
         found = sum(1 for _ in self.db.iterator(include_value=False))
         assert found == keys_written, (found, keys_written)
 
+    def settle(self):
+        self.db.compact_range()
+
     def get_by_key(self):
         keys, coll = self.data.sample_keys, self.data.prefixes[0]
         unpackb, packs = msgpack.unpackb, keylib.packs
@@ -541,6 +553,11 @@ def run_backend(backend, path, data, modes, times, step):
                 times.setdefault((backend, mode), []).append(seconds)
                 step()
             if reads and [mode] == read_after:
+                # LevelDB: compact first, so no read competes with background
+                # compaction of the load (LMDB and sqlite3 have none).
+                settle = getattr(runner, 'settle', None)
+                if settle is not None:
+                    settle()
                 for read in reads:
                     gc.collect()
                     seconds, value = {'get by key': runner.get_by_key,
@@ -636,7 +653,8 @@ def main():
               '--inplace\n' + '!' * 72, file=err)
     print(f'{n} records, {sample_size} gets per read mode, median of {runs} runs, '
           f'fresh stores each run; one write transaction per insert', file=err)
-    print('settings: LMDB map_size 4 GiB, sync=False; LevelDB sync=False; sqlite3 '
+    print('settings: LMDB map_size 4 GiB, sync=False; LevelDB sync=False, compacted '
+          'before the reads; sqlite3 '
           f'journal_mode=OFF, synchronous=OFF, cache_size {SQLITE_CACHE_KIB // 1024} MiB, '
           'indexes created before the load', file=err)
     print('ratio_vs_raw: ListEngine is compared with raw lmdb. Raw loops and '

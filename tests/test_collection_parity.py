@@ -142,15 +142,15 @@ def test_record_writer_declines_the_uncommon_cases():
                                    encoder=encodings.make_json_encoder())
         with store.begin(write=True) as txn:
             raw = txn.raw
-            assert writer_class(counted).write(raw, {'a': 1}, None, False) is None
-            assert writer_class(as_json).write(raw, {'a': 1}, None, False) is None
+            assert writer_class(counted).write(txn, {'a': 1}, None, False) is None
+            assert writer_class(as_json).write(txn, {'a': 1}, None, False) is None
             record = counted.put({'a': 1}, txn=txn)
             calls.clear()
             writes = raw.writes
-            assert writer_class(counted).write(raw, record, (5,), False) is None
+            assert writer_class(counted).write(txn, record, (5,), False) is None
         counted.batch()
         with store.begin(write=True) as txn:
-            assert writer_class(counted).write(txn.raw, {'a': 2}, (6,), False) is None
+            assert writer_class(counted).write(txn, {'a': 2}, (6,), False) is None
             assert calls == [] and txn.raw.writes == 0
         assert writes == 2
         store.close()

@@ -1019,3 +1019,34 @@ def test_get_engine_class():
         get_engine_class('nosuch')
     with pytest.raises(TypeError):
         get_engine_class(42)
+
+
+def test_plyvel_compact_keeps_the_data_and_refuses_after_close(tmp_path):
+    pytest.importorskip('plyvel')
+    eng = PlyvelEngine(tmp_path / 'db', create_if_missing=True)
+    with eng.begin(write=True) as txn:
+        for i in range(2000):
+            txn.put(b'k%05d' % i, b'v' * 100)
+        txn.delete(b'k00007')
+    eng.compact()
+    assert eng.get(b'k00006') == b'v' * 100 and eng.get(b'k00007') is None
+    assert sum(1 for _ in eng.keys()) == 1999
+    eng.close()
+    with pytest.raises(EngineClosedError):
+        eng.compact()
+
+
+def test_plyvel_commit_of_writes_and_deletes_keeps_their_order(tmp_path):
+    """The commit writes the log in order, deletes included."""
+    pytest.importorskip('plyvel')
+    with PlyvelEngine(tmp_path / 'db', create_if_missing=True) as eng:
+        with eng.begin(write=True) as txn:
+            txn.put(b'a', b'1')
+            txn.delete(b'a')
+            txn.put(b'b', b'1')
+            txn.delete(b'b')
+            txn.put(b'b', b'2')
+        assert list(eng.items()) == [(b'b', b'2')]
+        with eng.begin(write=True) as txn:
+            txn._put_many([(b'c', b'3'), (b'c', b'4')])
+        assert list(eng.items()) == [(b'b', b'2'), (b'c', b'4')]
