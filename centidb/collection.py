@@ -225,7 +225,10 @@ class RecordWriter:
             raw._put_many(writes)
         else:
             raw.writes += len(writes)
-            fast_put_many(writes)
+            try:
+                fast_put_many(writes)
+            except Exception as exc:
+                raw._put_many_failed(exc, writes)
         return Record(self.coll, data, key, value, entries, self.indexes)
 
 

@@ -251,7 +251,8 @@ class Transaction:
         self._fast_get = None
         #: Likewise a callable ``(pairs)`` that stores a list of ``(key,
         #: value)`` pairs with no checks; the caller first adds
-        #: ``len(pairs)`` to :attr:`writes`. ``None``: use ``_put_many``.
+        #: ``len(pairs)`` to :attr:`writes`, and passes any exception it
+        #: raises to :meth:`_put_many_failed`. ``None``: use ``_put_many``.
         self._fast_put_many = None
         self._state = _OPEN
         self._registered = False
@@ -273,6 +274,10 @@ class Transaction:
             raise self.engine._closed_error()
         raise TransactionError(
             f'this transaction was already {self._state}; begin a new one')
+
+    def _put_many_failed(self, exc, pairs):
+        """Raise the engine's error for `exc`, raised by ``_fast_put_many(pairs)``."""
+        raise exc
 
     def _refuse_write(self):
         """Raise why this transaction cannot write now (ended, or read-only)."""
@@ -1472,6 +1477,8 @@ class _LmdbTransaction(Transaction):
         self._txn = txn
         self._cursor = None  # reused by first() and _put_many()
         self._fast_get = txn.get
+        if write:
+            self._fast_put_many = self._shared_cursor().putmulti
 
     def _shared_cursor(self):
         if self._cursor is None:
@@ -1513,7 +1520,12 @@ class _LmdbTransaction(Transaction):
         try:
             self._shared_cursor().putmulti(pairs)
         except lmdb.Error as exc:
-            self._fail(exc, max((key for key, _ in pairs), key=len))
+            self._put_many_failed(exc, pairs)
+
+    def _put_many_failed(self, exc, pairs):
+        if not isinstance(exc, lmdb.Error):
+            raise exc
+        self._fail(exc, max((key for key, _ in pairs), key=len))
 
     def first(self, lo=None, hi=None, reverse=False):
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
@@ -1596,7 +1608,7 @@ class _LmdbTransaction(Transaction):
 
     def _release(self):
         if self._txn is not None:
-            self._txn = self._cursor = self._fast_get = None
+            self._txn = self._cursor = self._fast_get = self._fast_put_many = None
             self.engine._release_active()
 
 

@@ -91,3 +91,20 @@ def test_unknown_engine_is_refused():
     result = benchy('--quick', '--engines', 'NoSuchEngine')
     assert result.returncode == 2
     assert 'NoSuchEngine' in result.stderr and result.stdout == ''
+
+
+def test_chart_script_draws_the_quick_table(quick_run, tmp_path):
+    """benchmarks/benchy_chart.py turns benchy.csv into a PNG with one panel per mode."""
+    pytest.importorskip('matplotlib')
+    csv_path, png_path = tmp_path / 'benchy.csv', tmp_path / 'benchy.png'
+    csv_path.write_text(quick_run.stdout)
+    result = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'benchy_chart.py'),
+                             str(csv_path), str(png_path)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    data = png_path.read_bytes()
+    assert data.startswith(b'\x89PNG\r\n\x1a\n') and len(data) > 20000
+    bad = subprocess.run([sys.executable, os.path.join(ROOT, 'benchmarks', 'benchy_chart.py'),
+                          os.path.join(ROOT, 'tests', 'key_vectors.csv'), str(png_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and 'not a benchy.csv table' in bad.stderr
