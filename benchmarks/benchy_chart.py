@@ -57,7 +57,7 @@ def draw(table, out, title=None):
         bars = ax.barh(names, rates, color=[COLOURS.get(b, '#8c564b') for b in names])
         ax.set_title(mode, fontsize=10)
         ax.tick_params(labelsize=8)
-        ax.set_xlim(0, max(rates) * 1.45)
+        ax.set_xlim(0, max(rates) * 1.6)
         for bar, name, rate in zip(bars, names, rates):
             ratio = rows[name, mode]['ratio_vs_raw']
             label = f'{rate:.0f}k' + (f'  ({ratio}x raw)' if ratio else '')
