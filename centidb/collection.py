@@ -457,15 +457,16 @@ class Collection(_Queryable):
 
     def __init__(self, store, name, info, key_func, txn_key_func, encoder,
                  packer, stored_indexes):
-        self.store = store
-        self.name = name
-        self.coll_id = info['id']
-        self.prefix = keylib.packs(self.coll_id)
-        self.encoder = encoder
-        self.packer = packer
-        self.key_func = key_func
-        self.txn_key_func = txn_key_func
-        self.counter_name = info['counter']
+        self._store = store
+        self._name = name
+        self._coll_id = info['id']
+        self._prefix = keylib.packs(self._coll_id)
+        self._encoder = encoder
+        self._packer = packer
+        self._key_func = key_func
+        self._txn_key_func = txn_key_func
+        self._counter_name = info['counter']
+        #: Index name -> :class:`Index`, for the indexes added in this session.
         self.indices = {}
         self._indexes = ()  # bound Index objects, in the order added
         self._index_specs = ()  # (func, prefix) of each, for index_entries()
@@ -488,6 +489,53 @@ class Collection(_Queryable):
 
     def __repr__(self):
         return f'<Collection {self.name!r} of {self.store!r}>'
+
+    # Read-only: put() and get() are prepared from these.
+
+    @property
+    def store(self):
+        """The :class:`~centidb.store.Store` holding the collection."""
+        return self._store
+
+    @property
+    def name(self):
+        """The collection's name (``str``)."""
+        return self._name
+
+    @property
+    def coll_id(self):
+        """The collection's number in the store; its keys start with it."""
+        return self._coll_id
+
+    @property
+    def prefix(self):
+        """The bytes every record key of the collection starts with."""
+        return self._prefix
+
+    @property
+    def encoder(self):
+        """The :class:`~centidb.encodings.Encoder` of the records."""
+        return self._encoder
+
+    @property
+    def packer(self):
+        """The default packer (an ``Encoder``) of new records."""
+        return self._packer
+
+    @property
+    def key_func(self):
+        """``key_func(record)`` making each record's key, or ``None``."""
+        return self._key_func
+
+    @property
+    def txn_key_func(self):
+        """``txn_key_func(txn, record)`` making each key, or ``None``."""
+        return self._txn_key_func
+
+    @property
+    def counter_name(self):
+        """The name of the counter that numbers keyless records."""
+        return self._counter_name
 
     # --- indexes -------------------------------------------------------------
 
@@ -1207,7 +1255,7 @@ class Index(_Queryable):
     Query methods range over index tuples with the collection's query
     parameters. Values are read in the same transaction (snapshot) as the
     index entries. Made by :meth:`Collection.add_index`, not directly; the
-    arguments are kept as attributes of the same names.
+    arguments are kept as read-only attributes of the same names.
 
     :param coll: the :class:`Collection` indexed.
     :param name: the index's name.
@@ -1216,11 +1264,38 @@ class Index(_Queryable):
     """
 
     def __init__(self, coll, name, index_id, func):
-        self.coll = coll
-        self.name = name
-        self.index_id = index_id
-        self.func = func
-        self.prefix = keylib.packs(index_id)
+        self._coll = coll
+        self._name = name
+        self._index_id = index_id
+        self._func = func
+        self._prefix = keylib.packs(index_id)
+
+    # Read-only: the collection's put() is prepared from these.
+
+    @property
+    def coll(self):
+        """The :class:`Collection` indexed."""
+        return self._coll
+
+    @property
+    def name(self):
+        """The index's name (``str``)."""
+        return self._name
+
+    @property
+    def index_id(self):
+        """The index's number in the store; its entries start with it."""
+        return self._index_id
+
+    @property
+    def func(self):
+        """The index function."""
+        return self._func
+
+    @property
+    def prefix(self):
+        """The bytes every entry of the index starts with."""
+        return self._prefix
 
     def __repr__(self):
         return f'<Index {self.coll.name}.{self.name}>'

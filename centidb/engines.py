@@ -1147,6 +1147,7 @@ class PlyvelEngine(Engine):
 
     def _close(self):
         self._db.close()
+        self._db = None   # a closed plyvel.DB left for exit time prints an error
 
     def get(self, key):
         """Return the value stored under `key`, or ``None``.
