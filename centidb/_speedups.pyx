@@ -787,6 +787,15 @@ cdef inline tuple as_key(object value):
     return tuple(value) if isinstance(value, tuple) else (value,)
 
 
+cdef object engine_txn(store, txn_class, txn, bint write):
+    """Mirrors centidb.collection._engine_txn."""
+    if type(txn) is txn_class and txn.store is store and (txn.write or not write):
+        raw = txn.raw
+        if raw is not None:
+            return raw
+    return store._raw_txn(txn, write)
+
+
 cdef class Record:
     """Mirrors centidb.collection.Record."""
 
@@ -855,20 +864,13 @@ cdef class RecordWriter:
         self.indexes = coll._indexes
         self.limit = coll.store.engine.max_key_size
 
-    cdef object raw_of(self, txn):
-        if type(txn) is self.txn_class and txn.store is self.store and txn.write:
-            raw = txn.raw
-            if raw is not None:
-                return raw
-        return self.store._raw_txn(txn, True)
-
     def write(self, txn, data, key, blind):
         """Mirrors centidb.collection.RecordWriter.write."""
         cdef Py_ssize_t limit, prefix_length
         cdef bytes key_bytes, value, entry_tail, entry
         cdef list entries, writes
         cdef bint too_long
-        raw = self.raw_of(txn)
+        raw = engine_txn(self.store, self.txn_class, txn, True)
         if not self.usable or type(data) is Record or type(data) is self.pure_record:
             return None
         if key is None:
@@ -932,13 +934,6 @@ cdef class RecordReader:
         self.unpack = coll._unpack
         self.limit = coll.store.engine.max_key_size
 
-    cdef object raw_of(self, txn):
-        if type(txn) is self.txn_class and txn.store is self.store:
-            raw = txn.raw
-            if raw is not None:
-                return raw
-        return self.store._raw_txn(txn, False)
-
     cdef object stored(self, raw, bytes key_bytes):
         fast_get = raw._fast_get
         if fast_get is None or (self.limit is not None
@@ -958,7 +953,7 @@ cdef class RecordReader:
     def get(self, txn, key, default):
         """Mirrors centidb.collection.RecordReader.get."""
         key_bytes = pack_entry(as_key(key), self.prefix, b'')
-        stored = self.stored(self.raw_of(txn), key_bytes)
+        stored = self.stored(engine_txn(self.store, self.txn_class, txn, False), key_bytes)
         return default if stored is None else self.decode(stored)
 
     def index_records(self, index, bint items, raw, lo, hi, reverse):
@@ -984,7 +979,7 @@ cdef class RecordReader:
     def index_get(self, txn, index, x, default):
         """Mirrors centidb.collection.RecordReader.index_get."""
         cdef bytes packed = pack_entry(as_key(x), index.prefix, b'')
-        raw = self.raw_of(txn)
+        raw = engine_txn(self.store, self.txn_class, txn, False)
         found = raw.first(packed + _ENTRY_SEP, packed + _AFTER_KEY_SEP)
         if found is None:
             return default

@@ -141,6 +141,15 @@ def _delete_stale(raw, old_entries, entries):
                 raw.delete(entry)
 
 
+def _engine_txn(store, txn_class, txn, write):
+    """The engine transaction of the store transaction `txn`, checked."""
+    if type(txn) is txn_class and txn.store is store and (txn.write or not write):
+        raw = txn.raw
+        if raw is not None:
+            return raw
+    return store._raw_txn(txn, write)   # raises the right error
+
+
 class RecordWriter:
     """The common case of :meth:`Collection.put`, prepared for one collection.
 
@@ -171,13 +180,6 @@ class RecordWriter:
         self.store = coll.store
         self.txn_class = Transaction
 
-    def _raw(self, txn):
-        if type(txn) is self.txn_class and txn.store is self.store and txn.write:
-            raw = txn.raw
-            if raw is not None:
-                return raw
-        return self.store._raw_txn(txn, True)   # raises the right error
-
     def write(self, txn, data, key, blind):
         """Store `data` in the store transaction `txn`; return its Record.
 
@@ -196,7 +198,7 @@ class RecordWriter:
         :raises ~centidb.errors.TransactionError: if `txn` has ended or is
             read-only.
         """
-        raw = self._raw(txn)
+        raw = _engine_txn(self.store, self.txn_class, txn, True)
         if not self.usable or type(data) is Record or type(data) is Record_python:
             return None
         if key is None:
@@ -260,13 +262,6 @@ class RecordReader:
         self.unpack = coll._unpack
         self.limit = coll.store.engine.max_key_size
 
-    def _raw(self, txn):
-        if type(txn) is self.txn_class and txn.store is self.store:
-            raw = txn.raw
-            if raw is not None:
-                return raw
-        return self.store._raw_txn(txn, False)   # raises the right error
-
     def _stored(self, raw, key_bytes):
         fast_get = raw._fast_get
         if fast_get is None or (self.limit is not None and len(key_bytes) > self.limit):
@@ -289,7 +284,7 @@ class RecordReader:
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
         key_bytes = keylib.packs(_as_key(key), self.prefix)
-        stored = self._stored(self._raw(txn), key_bytes)
+        stored = self._stored(_engine_txn(self.store, self.txn_class, txn, False), key_bytes)
         return default if stored is None else self._decode(stored)
 
     def index_get(self, txn, index, x, default):
@@ -306,7 +301,7 @@ class RecordReader:
             at a missing record.
         """
         packed = keylib.packs(_as_key(x), index.prefix)
-        raw = self._raw(txn)
+        raw = _engine_txn(self.store, self.txn_class, txn, False)
         found = raw.first(packed + _ENTRY_SEP, keylib.after_key(packed))
         if found is None:
             return default

@@ -56,6 +56,13 @@ checks, writer serialization, the auto-commit engine methods, ``keys()``,
 context managers and invalidation on close. An engine that buffers writes can
 build its iteration from :func:`merge_overlay`. :class:`WrapperEngine`
 forwards every call to another engine, for tracing and fault injection.
+
+Optional, for speed: the collection layer writes a record's keys with one
+``_put_many(pairs)`` call (the default calls :meth:`Transaction.put` for
+each), and uses a transaction's ``_fast_get`` and ``_fast_put_many``
+callables, unchecked, while they are not ``None`` (see
+:class:`Transaction`). An engine that leaves them ``None`` loses nothing but
+speed.
 """
 
 import bisect
