@@ -978,7 +978,7 @@ cdef class RecordReader:
 
     def index_get(self, txn, index, x, default):
         """Mirrors centidb.collection.RecordReader.index_get."""
-        cdef bytes packed = pack_entry(as_key(x), index.prefix, b'')
+        cdef bytes packed = pack_entry(as_key(x), index._prefix, b'')
         raw = engine_txn(self.store, self.txn_class, txn, False)
         found = raw.first(packed + _ENTRY_SEP, packed + _AFTER_KEY_SEP)
         if found is None:

@@ -300,7 +300,7 @@ class RecordReader:
         :raises ~centidb.errors.IndexInconsistentError: if the entry points
             at a missing record.
         """
-        packed = keylib.packs(_as_key(x), index.prefix)
+        packed = keylib.packs(_as_key(x), index._prefix)   # not the property: hot
         raw = _engine_txn(self.store, self.txn_class, txn, False)
         found = raw.first(packed + _ENTRY_SEP, keylib.after_key(packed))
         if found is None:
@@ -1471,7 +1471,7 @@ class Index(_Queryable):
         :raises ~centidb.errors.UnknownEncoderError: for a record packed
             with a packer not registered in this session.
         """
-        coll = self.coll
+        coll = self._coll
         if txn is not None and not coll._batched:
             return coll._reader.index_get(txn, self, x, default)
         stored = coll.store._run(txn, False, self._first_record, _as_key(x))

@@ -114,7 +114,8 @@ def make_msgpack_encoder():
     """Return a new msgpack encoder (named ``'msgpack'``); tuples round-trip.
 
     :returns: an exact :class:`Encoder`. Its ``pack`` raises ``TypeError``
-        for a value msgpack cannot store.
+        for a value msgpack cannot store, and ``OverflowError`` for an
+        ``int`` outside -2**63 .. 2**64-1.
     """
     local = threading.local()  # a Packer is not thread-safe; reuse one per thread
 

@@ -1381,6 +1381,14 @@ class LmdbEngine(Engine):
             self._active += 1
         try:
             txn = self._env.begin(write=write, buffers=False)
+        except lmdb.MapResizedError as exc:
+            self._release_active()
+            if not self._adopt_map_size():
+                raise EngineError(
+                    f'another process grew the LMDB map of {self.path!r}; it can be '
+                    f'followed only when no transaction or iterator of this '
+                    f'process is open: finish those and retry') from exc
+            return self._begin(write)
         except lmdb.ReadersFullError as exc:
             self._release_active()
             raise EngineError(
@@ -1395,6 +1403,14 @@ class LmdbEngine(Engine):
     def _release_active(self):
         with self._active_lock:
             self._active -= 1
+
+    def _adopt_map_size(self):
+        """Follow a map another process grew; False if a transaction is open."""
+        with self._active_lock:
+            if self._active:
+                return False
+            self._env.set_mapsize(0)
+            return True
 
     def _grow(self, need=0, force=False):
         """Enlarge the map if over half full (or, if ``force``, anyway).
@@ -1450,8 +1466,11 @@ class LmdbEngine(Engine):
                 return txn.get(key)
         except lmdb.BadValsizeError:
             return None  # too long to have been stored
+        except lmdb.MapResizedError:
+            pass    # another process grew the map: the general path follows it
         finally:
             self._release_active()
+        return super().get(key)
 
     def put(self, key, value):
         """Store `value` under `key`; autogrow grows and retries once.

@@ -1050,3 +1050,33 @@ def test_plyvel_commit_of_writes_and_deletes_keeps_their_order(tmp_path):
         with eng.begin(write=True) as txn:
             txn._put_many([(b'c', b'3'), (b'c', b'4')])
         assert list(eng.items()) == [(b'b', b'2'), (b'c', b'4')]
+
+
+GROW_IN_ANOTHER_PROCESS = '''
+import sys
+from centidb.engines import LmdbEngine
+eng = LmdbEngine(sys.argv[1], map_size=1 << 20, autogrow=True, sync=False)
+for n in range(8):
+    with eng.begin(write=True) as txn:
+        for i in range(500):
+            txn.put(b'%d-%05d' % (n, i), b'x' * 1000)
+print(eng.map_size)
+eng.close()
+'''
+
+
+def test_lmdb_follows_a_map_another_process_grew(tmp_path):
+    """After another process grows the map, begin() raised lmdb.MapResizedError."""
+    pytest.importorskip('lmdb')
+    path = str(tmp_path / 'db')
+    eng = LmdbEngine(path, map_size=1 << 20, autogrow=True, sync=False)
+    eng.put(b'mine', b'1')
+    grown = subprocess.run([sys.executable, '-c', GROW_IN_ANOTHER_PROCESS, path],
+                           capture_output=True, text=True, timeout=60)
+    assert grown.returncode == 0, grown.stderr
+    assert int(grown.stdout) > 1 << 20
+    assert eng.get(b'mine') == b'1'
+    with eng.begin() as txn:
+        assert txn.get(b'7-00499') == b'x' * 1000
+    assert eng.map_size == int(grown.stdout)
+    eng.close()
