@@ -388,6 +388,26 @@ cdef inline int check_prefix(object prefix) except -1:
     return 0
 
 
+cdef bytes pack_entry(object value, bytes prefix, bytes tail):
+    """`value` (a tuple, or a bare element) packed as one key under `prefix`,
+    then `tail` (an index entry's separator and record key, or b'')."""
+    cdef unsigned char stack[STACK_SIZE]
+    cdef Buf b
+    buf_init(&b, stack, STACK_SIZE)
+    try:
+        putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
+        if isinstance(value, tuple):
+            for element in <tuple>value:
+                put_element(&b, element)
+        else:
+            put_element(&b, value)
+        putn(&b, <const unsigned char *>PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
+        return PyBytes_FromStringAndSize(<char *>b.p, b.n)
+    finally:
+        if b.heap:
+            free(b.p)
+
+
 @cython.binding(True)
 def packs(key, prefix=b''):
     """Mirrors keylib.packs."""
@@ -395,25 +415,21 @@ def packs(key, prefix=b''):
     cdef Buf b
     cdef Py_ssize_t i
     check_prefix(prefix)
+    if type(key) is not list:
+        return pack_entry(key, prefix, b'')
+    if not key:
+        raise ValueError('packs() needs at least one key in a list of keys')
     buf_init(&b, stack, STACK_SIZE)
     try:
         putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
-        if isinstance(key, tuple):
-            for element in <tuple>key:
-                put_element(&b, element)
-        elif type(key) is list:
-            if not key:
-                raise ValueError('packs() needs at least one key in a list of keys')
-            for i, one_key in enumerate(<list>key):
-                if i:
-                    put1(&b, KEY_SEP)
-                if isinstance(one_key, tuple):
-                    for element in <tuple>one_key:
-                        put_element(&b, element)
-                else:
-                    put_element(&b, one_key)
-        else:
-            put_element(&b, key)
+        for i, one_key in enumerate(<list>key):
+            if i:
+                put1(&b, KEY_SEP)
+            if isinstance(one_key, tuple):
+                for element in <tuple>one_key:
+                    put_element(&b, element)
+            else:
+                put_element(&b, one_key)
         return PyBytes_FromStringAndSize(<char *>b.p, b.n)
     finally:
         if b.heap:
@@ -743,25 +759,6 @@ def unpacks_list(data, prefix=b''):
 
 
 # --- document layer ------------------------------------------------------------
-
-cdef bytes pack_entry(object value, bytes prefix, bytes tail):
-    """One index entry: `value` as a key under `prefix`, then `tail`."""
-    cdef unsigned char stack[STACK_SIZE]
-    cdef Buf b
-    buf_init(&b, stack, STACK_SIZE)
-    try:
-        putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
-        if isinstance(value, tuple):
-            for element in <tuple>value:
-                put_element(&b, element)
-        else:
-            put_element(&b, value)
-        putn(&b, <const unsigned char *>PyBytes_AS_STRING(tail), PyBytes_GET_SIZE(tail))
-        return PyBytes_FromStringAndSize(<char *>b.p, b.n)
-    finally:
-        if b.heap:
-            free(b.p)
-
 
 @cython.binding(True)
 def index_entries(tuple specs, data, bytes tail):

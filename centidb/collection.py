@@ -371,6 +371,31 @@ def _key_range(prefix_bytes, lo, hi, prefix, include):
     return lo_bytes, hi_bytes
 
 
+_QUERY_FIELDS = """\
+:param lo: the lowest {what} included; a bare value means a 1-tuple.
+:param hi: the {what} at which to stop, excluded unless `include`.
+:param prefix: only {what}s that start with this tuple (see the module doc).
+:param reverse: start from the highest {what}, going down.
+:param max: stop after this many results (``None``: no limit).
+:param include: include `hi` itself.
+:param txn: a :class:`~centidb.store.Transaction` of the store to read in
+    (default: see the module doc).
+:raises TypeError: if `max` is not an ``int``, or `txn` is not a
+    transaction of this store.
+:raises ValueError: if `max` is negative.
+:raises ~centidb.errors.TransactionError: if `txn` has ended."""
+
+
+def _query_doc(what):
+    """Put the query parameters' fields, written once, where ``{query}`` stands."""
+    def fill(method):
+        if method.__doc__:   # None under python -OO
+            fields = _QUERY_FIELDS.format(what=what).replace('\n', '\n' + ' ' * 8)
+            method.__doc__ = method.__doc__.replace('{query}', fields)
+        return method
+    return fill
+
+
 class _Queryable:
     """``find()`` and ``count()`` for a class with ``values()`` and ``_matches()``.
 
@@ -407,25 +432,15 @@ class _Queryable:
             return value
         return default
 
+    @_query_doc('key')
     def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
         """Return how many records (or index entries) match the query.
 
-        :param lo: the lowest key (index tuple, for an index) included; a
-            bare value means a 1-tuple.
-        :param hi: the key at which to stop, excluded unless `include`.
-        :param prefix: only keys that start with this tuple (see the module
-            doc).
-        :param reverse: start from the highest key, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        For an index, the keys below are index tuples.
+
+        {query}
         :returns: the count, at most `max`.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
         return sum(1 for _ in self._matches(txn, lo, hi, prefix, reverse, max, include))
 
@@ -1150,70 +1165,37 @@ class Collection(_Queryable):
         return self.store._iterate(txn, lo_bytes, hi_bytes, reverse, max,
                                    self._logical_items)
 
+    @_query_doc('key')
     def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
         """Iterate ``(key, value)`` pairs in key order.
 
-        :param lo: the lowest key included; a bare value means a 1-tuple.
-        :param hi: the key at which to stop, excluded unless `include`.
-        :param prefix: only keys that start with this tuple (see the module
-            doc).
-        :param reverse: start from the highest key, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of ``(key tuple, value)``.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
         return _decoded_items(pairs, len(self.prefix), self._decode)
 
+    @_query_doc('key')
     def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
              include=False, txn=None):
         """Iterate keys in key order.
 
-        :param lo: the lowest key included; a bare value means a 1-tuple.
-        :param hi: the key at which to stop, excluded unless `include`.
-        :param prefix: only keys that start with this tuple (see the module
-            doc).
-        :param reverse: start from the highest key, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of key tuples.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
         return _decoded_keys(pairs, len(self.prefix))
 
+    @_query_doc('key')
     def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
                include=False, txn=None):
         """Iterate values in key order.
 
-        :param lo: the lowest key included; a bare value means a 1-tuple.
-        :param hi: the key at which to stop, excluded unless `include`.
-        :param prefix: only keys that start with this tuple (see the module
-            doc).
-        :param reverse: start from the highest key, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of record values.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         """
@@ -1325,98 +1307,46 @@ class Index(_Queryable):
             return reader.index_records(self, items, raw, lo, hi, reverse)
         return self.coll.store._iterate(txn, lo_bytes, hi_bytes, reverse, max, source)
 
+    @_query_doc('index tuple')
     def pairs(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
         """Iterate ``(index tuple, record key)`` pairs, one per matching entry.
 
-        :param lo: the lowest index tuple included; a bare value means a
-            1-tuple.
-        :param hi: the index tuple at which to stop, excluded unless
-            `include`.
-        :param prefix: only index tuples that start with this tuple (see the
-            module doc).
-        :param reverse: start from the highest index tuple, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of ``(index tuple, key tuple)``.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         return ((tup, key) for tup, key, _ in entries)
 
+    @_query_doc('index tuple')
     def tups(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
              include=False, txn=None):
         """Iterate index tuples (one per matching entry).
 
-        :param lo: the lowest index tuple included; a bare value means a
-            1-tuple.
-        :param hi: the index tuple at which to stop, excluded unless
-            `include`.
-        :param prefix: only index tuples that start with this tuple (see the
-            module doc).
-        :param reverse: start from the highest index tuple, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of index tuples.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         return (tup for tup, _, _ in entries)
 
+    @_query_doc('index tuple')
     def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
              include=False, txn=None):
         """Iterate the keys of the records the matching entries point to.
 
-        :param lo: the lowest index tuple included; a bare value means a
-            1-tuple.
-        :param hi: the index tuple at which to stop, excluded unless
-            `include`.
-        :param prefix: only index tuples that start with this tuple (see the
-            module doc).
-        :param reverse: start from the highest index tuple, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of key tuples, one per entry.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
         entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
         return (key for _, key, _ in entries)
 
+    @_query_doc('index tuple')
     def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
               include=False, txn=None):
         """Iterate ``(index tuple, record value)`` pairs, one per matching entry.
 
-        :param lo: the lowest index tuple included; a bare value means a
-            1-tuple.
-        :param hi: the index tuple at which to stop, excluded unless
-            `include`.
-        :param prefix: only index tuples that start with this tuple (see the
-            module doc).
-        :param reverse: start from the highest index tuple, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of ``(index tuple, value)``.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
@@ -1424,26 +1354,13 @@ class Index(_Queryable):
         """
         return self._records(txn, lo, hi, prefix, reverse, max, include, True)
 
+    @_query_doc('index tuple')
     def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
                include=False, txn=None):
         """Iterate the values of the records the matching entries point to.
 
-        :param lo: the lowest index tuple included; a bare value means a
-            1-tuple.
-        :param hi: the index tuple at which to stop, excluded unless
-            `include`.
-        :param prefix: only index tuples that start with this tuple (see the
-            module doc).
-        :param reverse: start from the highest index tuple, going down.
-        :param max: stop after this many results (``None``: no limit).
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.store.Transaction` of the store to
-            read in (default: see the module doc).
+        {query}
         :returns: an iterator of record values, one per entry.
-        :raises TypeError: if `max` is not an ``int``, or `txn` is not a
-            transaction of this store.
-        :raises ValueError: if `max` is negative.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
