@@ -578,10 +578,16 @@ class Collection(_Queryable):
 
     def _bind(self, index):
         self.indices[index.name] = index
-        self._set_indexes(self._indexes + (index,))
         self._stored_indexes[index.name] = index.index_id
         self._unbound.discard(index.name)
-        self._prepare_fast_paths()
+        self._set_indexes(self._indexes + (index,))
+
+    def _unbind(self, name):
+        """Forget the index `name` in this session (dropped, or never committed)."""
+        self.indices.pop(name, None)
+        self._stored_indexes.pop(name, None)
+        self._unbound.discard(name)
+        self._set_indexes(tuple(index for index in self._indexes if index.name != name))
 
     def drop_index(self, name):
         """Delete the index `name` and all its entries from the store.
@@ -599,6 +605,7 @@ class Collection(_Queryable):
         self.store._drop_index(self, name)
 
     def _set_indexes(self, indexes):
+        """Use `indexes` from now on (call after the rest of the index state)."""
         self._indexes = indexes
         self._index_specs = tuple((index.func, index.prefix) for index in indexes)
         self._prepare_fast_paths()

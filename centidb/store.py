@@ -501,17 +501,9 @@ class Store:
         except BaseException:
             # The commit failed: the index and its id were not stored.
             if index is not None and coll.indices.get(name) is index:
-                self._forget_index(coll, name)
+                coll._unbind(name)
             raise
         return index
-
-    def _forget_index(self, coll, name):
-        """Remove the index `name` from `coll`'s state in this session."""
-        coll.indices.pop(name, None)
-        coll._set_indexes(tuple(index for index in coll._indexes if index.name != name))
-        coll._stored_indexes.pop(name, None)
-        coll._unbound.discard(name)
-        coll._prepare_fast_paths()
 
     def _drop_index(self, coll, name):
         self._check_open()
@@ -524,7 +516,7 @@ class Store:
             for key_bytes in list(raw.keys(lo, hi)):
                 raw.delete(key_bytes)
             raw.delete(_meta_key('index', coll.coll_id, name))
-        self._forget_index(coll, name)
+        coll._unbind(name)
 
     # --- counters -------------------------------------------------------------------
 
