@@ -258,8 +258,7 @@ class RecordReader:
         self.store = coll.store
         self.txn_class = Transaction
         self.prefix = coll.prefix
-        self.plain_id = coll._plain_id
-        self.unpack = coll._unpack
+        self._decode = coll._decode   # the twin inlines its plain-record case
         self.limit = coll.store.engine.max_key_size
 
     def _stored(self, raw, key_bytes):
@@ -267,11 +266,6 @@ class RecordReader:
         if fast_get is None or (self.limit is not None and len(key_bytes) > self.limit):
             return raw.get(key_bytes)
         return fast_get(key_bytes)
-
-    def _decode(self, stored):
-        if stored[0] == self.plain_id:
-            return self.unpack(stored[1:])
-        return self.coll._decode(stored)
 
     def get(self, txn, key, default):
         """Return the value stored under `key`, or `default`.

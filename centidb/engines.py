@@ -947,7 +947,8 @@ class _WriteLog:
     only writes needs nothing else. Reads need a lookup table: ``_pending``
     (key -> latest value) is built from the log on the first read after a
     write, then kept in step, and so is the SortedDict ``_sorted`` on the
-    first iteration.
+    first iteration. Subclasses set ``_read_committed``, the getter of the
+    data as of ``begin()``; ``_log`` is None in a read-only transaction.
     """
 
     def _start_log(self):
@@ -957,6 +958,33 @@ class _WriteLog:
         self._log_deletes = False   # whether the log holds a TOMBSTONE
         # Until a read needs the lookup table, a write is just an extend.
         self._fast_put_many = self._log.extend
+
+    def get(self, key):
+        """Return the value stored under ``key``, or ``None``."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if self._log:
+            value = self._pending_writes().get(key)
+            if value is not None:
+                return None if value is TOMBSTONE else value
+        return self._read_committed(key)
+
+    def put(self, key, value):
+        """Store ``value`` under ``key``, replacing any previous value."""
+        if self._log is None or self._state is not _OPEN:
+            self._refuse_write()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if type(value) is not bytes:
+            _not_bytes('value', value)
+        self._remember(key, value)
+        self.writes += 1
+
+    def _delete(self, key):
+        self._log_deletes = True
+        self._remember(key, TOMBSTONE)
 
     def _remember(self, key, value):
         self._log.append((key, value))
@@ -998,34 +1026,8 @@ class _ListWriteTransaction(_WriteLog, Transaction):
     def __init__(self, engine):
         super().__init__(engine, True)
         self._version = engine._version  # stable: writers are serialized
+        self._read_committed = engine._data.get
         self._start_log()
-
-    def get(self, key):
-        """Return the value stored under ``key``, or ``None``."""
-        if self._state is not _OPEN:
-            self._raise_unusable()
-        if type(key) is not bytes or not key:
-            _bad_key(key)
-        if self._log:
-            value = self._pending_writes().get(key)
-            if value is not None:
-                return None if value is TOMBSTONE else value
-        return self.engine._data.get(key)
-
-    def put(self, key, value):
-        """Store ``value`` under ``key``, replacing any previous value."""
-        if self._state is not _OPEN:
-            self._raise_unusable()
-        if type(key) is not bytes or not key:
-            _bad_key(key)
-        if type(value) is not bytes:
-            _not_bytes('value', value)
-        self._remember(key, value)
-        self.writes += 1
-
-    def _delete(self, key):
-        self._log_deletes = True
-        self._remember(key, TOMBSTONE)
 
     def _items(self, lo, hi, reverse):
         base = self.engine._snapshot_items(self._version, lo, hi, reverse)
@@ -1181,42 +1183,13 @@ class _PlyvelTransaction(_WriteLog, Transaction):
     def __init__(self, engine, write):
         super().__init__(engine, write)
         self._snapshot = engine._db.snapshot()
+        self._read_committed = self._snapshot.get
         self._seeker = None                     # made by the first first()
         if write:
             self._start_log()
         else:
             self._log = None
             self._fast_get = self._snapshot.get
-
-    def get(self, key):
-        """Return the value stored under ``key``, or ``None``."""
-        if self._state is not _OPEN:
-            self._raise_unusable()
-        if type(key) is not bytes or not key:
-            _bad_key(key)
-        if self._log:
-            value = self._pending_writes().get(key)
-            if value is not None:
-                return None if value is TOMBSTONE else value
-        return self._snapshot.get(key)
-
-    def put(self, key, value):
-        """Store ``value`` under ``key``, replacing any previous value."""
-        if self._state is not _OPEN:
-            self._raise_unusable()
-        if self._log is None:
-            raise TransactionError(
-                'put() in a read-only transaction; use begin(write=True)')
-        if type(key) is not bytes or not key:
-            _bad_key(key)
-        if type(value) is not bytes:
-            _not_bytes('value', value)
-        self._remember(key, value)
-        self.writes += 1
-
-    def _delete(self, key):
-        self._log_deletes = True
-        self._remember(key, TOMBSTONE)
 
     def first(self, lo=None, hi=None, reverse=False):
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
