@@ -1,8 +1,10 @@
-"""The physical format of batches: runs of records stored as one value.
+"""Batches: runs of adjacent records stored as one compressed value.
 
 ``Collection.batch()`` replaces a run of adjacent records by one physical
-record; reads and writes in :mod:`centidb.collection` expand and split
-batches using the functions here. Layout (also in ``docs/format.rst``):
+record. This module holds the physical format (the functions) and the
+algorithms over a collection's key range that read through, split and make
+batches (:class:`BatchView`). It knows engine transactions and bytes only,
+never the collection above. Layout (also in ``docs/format.rst``):
 
 * **Key**: collection prefix, the packed key of the *last* (highest) member,
   ``KEY_SEP``, the packed key of the *first* member. It sorts right after
@@ -22,11 +24,13 @@ and member values of at most 4 GiB - 1 bytes; asking for more raises
 
 import struct
 
+from centidb import keylib
 from centidb.errors import CorruptRecordError
 from centidb.keyformat import KEY_SEP
 
 __all__ = ['BATCH_FLAG', 'MAX_MEMBERS', 'MAX_KEY_BYTES', 'MAX_VALUE_BYTES',
-           'is_batch', 'batch_key', 'batch_packer_id', 'encode_batch', 'decode_batch']
+           'is_batch', 'batch_key', 'batch_packer_id', 'encode_batch', 'decode_batch',
+           'BatchView']
 
 #: Set in the first value byte of a batch.
 BATCH_FLAG = 0x80
@@ -84,7 +88,7 @@ def encode_batch(packer_id, packer, members):
     payload = b''.join([bytes(table)] + [key for key, _ in members]
                        + [value for _, value in members])
     return (bytes([BATCH_FLAG | packer_id]) + _COUNT.pack(len(members))
-            + packer.pack(payload))
+            + packer.encode(payload))
 
 
 def batch_packer_id(value):
@@ -104,13 +108,13 @@ def decode_batch(value, packer, coll_name):
     :returns: a ``list`` of ``(packed key, encoded value)`` pairs in key
         order, keys without the collection prefix.
     :raises ~centidb.errors.CorruptRecordError: for a malformed batch.
-        An error from ``packer.unpack`` (e.g. ``zlib.error`` for corrupt
+        An error from ``packer.decode`` (e.g. ``zlib.error`` for corrupt
         compressed data) propagates as it is.
     """
     if len(value) < 3:
         raise CorruptRecordError(f'truncated batch in collection {coll_name!r}')
     count = _COUNT.unpack_from(value, 1)[0]
-    payload = packer.unpack(value[3:])
+    payload = packer.decode(value[3:])
     table_end = count * _SIZES.size
     if count == 0 or len(payload) < table_end:
         raise CorruptRecordError(f'malformed batch in collection {coll_name!r}')
@@ -126,3 +130,285 @@ def decode_batch(value, packer, coll_name):
         key_pos += key_size
         value_pos += value_size
     return members
+
+
+class BatchView:
+    """One collection's stored records, plain or in batches, over engine transactions.
+
+    Plain stored values are one header byte (the packer id) and the packed
+    encoder bytes; batch members come out in the same shape, so callers see
+    ``(key bytes, stored value)`` pairs whichever way a record is stored.
+
+    :param prefix: the collection's key prefix (``bytes``).
+    :param name: the collection's name, for error messages.
+    :param plain_header: the header byte of a record stored with the plain
+        packer.
+    :param packer_of: ``packer_of(packer id)`` returns the registered
+        packer, or raises :class:`~centidb.errors.UnknownEncoderError`.
+    :param max_key_size: the engine's longest key, or ``None``.
+    """
+
+    def __init__(self, prefix, name, plain_header, packer_of, max_key_size):
+        self.prefix = prefix
+        self.name = name
+        self.plain_header = plain_header
+        self.packer_of = packer_of
+        self.max_key_size = max_key_size
+        self.end = keylib.next_prefix(prefix)
+
+    # --- members -----------------------------------------------------------------
+
+    def encoded(self, stored):
+        """The encoder's bytes of a plain stored value (its packer undone).
+
+        :param stored: a stored plain record.
+        """
+        return self.packer_of(stored[0]).decode(stored[1:])
+
+    def raw_members(self, stored):
+        """A stored batch's members: ``(packed key without prefix, encoded value)``.
+
+        :param stored: a stored batch.
+        """
+        return decode_batch(stored, self.packer_of(batch_packer_id(stored)), self.name)
+
+    def members(self, stored):
+        """A stored batch's members as ``(key bytes, stored value)``, like plain records.
+
+        :param stored: a stored batch.
+        """
+        prefix, header = self.prefix, self.plain_header
+        return [(prefix + key, header + value) for key, value in self.raw_members(stored)]
+
+    # --- reading -------------------------------------------------------------------
+
+    def get(self, etxn, key_bytes):
+        """The stored value of a record, plain or inside a batch, or None.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param key_bytes: the record's engine key.
+        """
+        # One seek finds either the record itself or the batch that may hold it.
+        found = etxn.first(key_bytes, self.end)
+        if found is None:
+            return None
+        physical_key, stored = found
+        if physical_key == key_bytes:
+            return stored
+        if stored[0] & BATCH_FLAG:
+            for member_key, member_stored in self.members(stored):
+                if member_key == key_bytes:
+                    return member_stored
+        return None
+
+    def items(self, etxn, lo, hi, reverse):
+        """Iterate ``(key bytes, stored)`` in [lo, hi), batch members expanded.
+
+        A batch's members are decoded once; if the transaction writes while
+        they are being yielded (which may split or rewrite that batch), the
+        scan starts again right after the last key it yielded.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param lo: the lowest engine key.
+        :param hi: the engine key at which to stop.
+        :param reverse: iterate from `hi` down.
+        """
+        if reverse:
+            return self._reverse(etxn, lo, hi)
+        return self._forward(etxn, lo, hi)
+
+    def _forward(self, etxn, lo, hi):
+        start = lo
+        while True:
+            writes = etxn.writes
+            restart = False
+            # A batch sits at its highest member, so the first one at or past
+            # hi may still hold members below hi: scan to the collection end.
+            items = etxn.items(start, self.end)
+            try:
+                for key_bytes, stored in items:
+                    if not stored[0] & BATCH_FLAG:
+                        if key_bytes >= hi:
+                            return
+                        yield key_bytes, stored
+                        continue
+                    for member_key, member_stored in self.members(stored):
+                        if member_key >= hi:
+                            return
+                        if member_key >= start:
+                            yield member_key, member_stored
+                            if etxn.writes != writes:
+                                start = member_key + b'\x00'
+                                restart = True
+                                break
+                    if restart:
+                        break
+            finally:
+                items.close()
+            if not restart:
+                return
+
+    def _reverse(self, etxn, lo, hi):
+        while True:
+            writes = etxn.writes
+            restart = False
+            for member_key, member_stored in self._straddling(etxn, lo, hi):
+                yield member_key, member_stored
+                if etxn.writes != writes:
+                    hi, restart = member_key, True
+                    break
+            if restart:
+                continue
+            items = etxn.items(lo, hi, True)
+            try:
+                for key_bytes, stored in items:
+                    if not stored[0] & BATCH_FLAG:
+                        yield key_bytes, stored
+                        continue
+                    for member_key, member_stored in reversed(self.members(stored)):
+                        if member_key < lo:
+                            return
+                        if member_key < hi:
+                            yield member_key, member_stored
+                            if etxn.writes != writes:
+                                hi, restart = member_key, True
+                                break
+                    if restart:
+                        break
+            finally:
+                items.close()
+            if not restart:
+                return
+
+    def _straddling(self, etxn, lo, hi):
+        """Members below `hi` (and from `lo`) of the batch sitting at or after hi."""
+        found = etxn.first(hi, self.end)
+        if found is not None and found[1][0] & BATCH_FLAG:
+            return [m for m in self.members(found[1]) if lo <= m[0] < hi][::-1]
+        return []
+
+    # --- writing -------------------------------------------------------------------
+
+    def batch(self, etxn, lo, hi, max_recs, max_bytes, packer_id, packer):
+        """Rewrite the records in [lo, hi) as batches; see ``Collection.batch()``.
+
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param lo: the lowest engine key.
+        :param hi: the engine key at which to stop.
+        :param max_recs: the most records in one batch.
+        :param max_bytes: the most bytes in one batch, or None.
+        :param packer_id: `packer`'s id.
+        :param packer: the packer compressing each batch.
+        :returns: ``(records found, batches made, packed key without prefix
+            of the last record, or None)``.
+        """
+        records, physical = self._collect(etxn, lo, hi)
+        # Build every new physical record before changing anything, so a
+        # failure leaves the transaction as it was.
+        writes, made = [], 0
+        run, run_bytes = [], 0
+        for member in records:
+            size = len(member[0]) + len(member[1])
+            if len(member[0]) > MAX_KEY_BYTES:
+                made += self._add_run(writes, run, packer_id, packer)
+                run, run_bytes = [], 0
+                # Too long to batch: stays plain.
+                writes.append((self.prefix + member[0], self.plain_header + member[1]))
+                continue
+            if run and (len(run) >= max_recs
+                        or (max_bytes is not None and run_bytes + size > max_bytes)):
+                made += self._add_run(writes, run, packer_id, packer)
+                run, run_bytes = [], 0
+            run.append(member)
+            run_bytes += size
+        made += self._add_run(writes, run, packer_id, packer)
+        for key_bytes in physical:
+            etxn.delete(key_bytes)
+        for key_bytes, value in writes:
+            etxn.put(key_bytes, value)
+        return len(records), made, (records[-1][0] if records else None)
+
+    def _collect(self, etxn, lo, hi):
+        """Records in range (whole batches at the ends) and their physical keys.
+
+        Records are ``(packed key without prefix, encoded value)`` pairs.
+        """
+        records, physical = [], []
+        start = len(self.prefix)
+        for key_bytes, stored in etxn.items(lo, self.end):
+            if stored[0] & BATCH_FLAG:
+                members = self.raw_members(stored)
+                if self.prefix + members[0][0] >= hi:
+                    break
+                records.extend(members)
+                physical.append(key_bytes)
+                if key_bytes >= hi:
+                    break
+            else:
+                if key_bytes >= hi:
+                    break
+                records.append((key_bytes[start:], self.encoded(stored)))
+                physical.append(key_bytes)
+        return records, physical
+
+    def _add_run(self, writes, run, packer_id, packer, plain_single=False):
+        """Append the physical records of `run` to `writes`; 1 if a batch."""
+        if not run:
+            return 0
+        if not (plain_single and len(run) == 1):
+            key_bytes = batch_key(self.prefix, run)
+            limit = self.max_key_size
+            if limit is None or len(key_bytes) <= limit:
+                writes.append((key_bytes, encode_batch(packer_id, packer, run)))
+                return 1
+        # A lone member, or a batch key longer than the engine stores.
+        writes.extend((self.prefix + key, self.plain_header + value) for key, value in run)
+        return 0
+
+    def _covering(self, etxn, key_bytes):
+        """The batch whose key range holds `key_bytes`: (physical key, stored) or None."""
+        found = etxn.first(key_bytes, self.end)
+        if found is not None and found[1][0] & BATCH_FLAG:
+            last, first = keylib.unpacks_list(found[0], self.prefix)
+            if keylib.packs(first, self.prefix) <= key_bytes:
+                return found
+        return None
+
+    def split(self, etxn, key_bytes, rejoin=False):
+        """Take `key_bytes` out of the batch covering it; return its stored value.
+
+        The members below and above the key are written back as two batches
+        (so a new record can go between them), or as one with `rejoin`; a
+        lone member becomes a plain record. Returns None if no batch covers
+        the key or the key is not a member.
+
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param key_bytes: the record's engine key.
+        :param rejoin: write the other members back as one batch.
+        """
+        found = self._covering(etxn, key_bytes)
+        if found is None:
+            return None
+        physical_key, stored = found
+        members = self.raw_members(stored)      # names a missing packer clearly
+        packer_id = batch_packer_id(stored)
+        packer = self.packer_of(packer_id)
+        key = key_bytes[len(self.prefix):]
+        below, above, old = [], [], None
+        for member in members:
+            if member[0] < key:
+                below.append(member)
+            elif member[0] > key:
+                above.append(member)
+            else:
+                old = self.plain_header + member[1]
+        writes = []
+        if rejoin:
+            self._add_run(writes, below + above, packer_id, packer, plain_single=True)
+        else:
+            self._add_run(writes, below, packer_id, packer, plain_single=True)
+            self._add_run(writes, above, packer_id, packer, plain_single=True)
+        etxn.delete(physical_key)
+        for write_key, value in writes:
+            etxn.put(write_key, value)
+        return old

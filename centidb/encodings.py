@@ -43,16 +43,19 @@ __all__ = ['Encoder', 'make_msgpack_encoder', 'make_json_encoder',
 
 
 class Encoder:
-    """A named pair of functions: ``pack(value) -> bytes`` and its inverse.
+    """A named pair of functions: ``encode(value) -> bytes`` and its inverse.
 
     Used both for record encoders and for packers (compressors), which map
-    bytes to bytes. The arguments are kept as attributes of the same names.
+    bytes to bytes. The functions are kept as :attr:`encode` and
+    :attr:`decode`; ``pack`` and ``unpack`` are their older names, kept as
+    aliases.
 
     :param name: a non-empty ``str`` that identifies the encoder inside a
         store, so it must stay the same for as long as data written with it
         exists.
-    :param pack: ``pack(value) -> bytes``.
-    :param unpack: ``unpack(bytes) -> value``, the inverse of `pack`.
+    :param pack: ``pack(value) -> bytes``, kept as :attr:`encode`.
+    :param unpack: ``unpack(bytes) -> value``, the inverse of `pack`, kept as
+        :attr:`decode`.
     :param exact: True if ``unpack(pack(value)) == value`` always holds for
         the values index functions look at; lets ``put()`` skip decoding its
         own output.
@@ -60,7 +63,7 @@ class Encoder:
         `unpack` is not callable.
     """
 
-    __slots__ = ('name', 'pack', 'unpack', 'exact')
+    __slots__ = ('name', 'encode', 'decode', 'exact')
 
     def __init__(self, name, pack, unpack, exact=False):
         if not isinstance(name, str) or not name:
@@ -68,11 +71,23 @@ class Encoder:
         if not callable(pack) or not callable(unpack):
             raise TypeError(f'Encoder {name!r}: pack and unpack must be callable')
         self.name = name
-        self.pack = pack
-        self.unpack = unpack
-        #: True if unpack(pack(value)) always equals value (for the values
+        #: ``encode(value) -> bytes``.
+        self.encode = pack
+        #: ``decode(bytes) -> value``, the inverse of :attr:`encode`.
+        self.decode = unpack
+        #: True if decode(encode(value)) always equals value (for the values
         #: index functions look at). Lets put() skip decoding its own output.
         self.exact = bool(exact)
+
+    @property
+    def pack(self):
+        """Alias of :attr:`encode` (the older name)."""
+        return self.encode
+
+    @property
+    def unpack(self):
+        """Alias of :attr:`decode` (the older name)."""
+        return self.decode
 
     def __repr__(self):
         return f'<Encoder {self.name!r}>'
@@ -113,7 +128,7 @@ _unpackb = msgpack.unpackb
 def make_msgpack_encoder():
     """Return a new msgpack encoder (named ``'msgpack'``); tuples round-trip.
 
-    :returns: an exact :class:`Encoder`. Its ``pack`` raises ``TypeError``
+    :returns: an exact :class:`Encoder`. Its ``encode`` raises ``TypeError``
         for a value msgpack cannot store, and ``OverflowError`` for an
         ``int`` outside -2**63 .. 2**64-1.
     """
@@ -134,7 +149,7 @@ def make_json_encoder():
     """Return a new JSON encoder (named ``'json'``), writing compact UTF-8.
 
     :returns: an inexact :class:`Encoder` (tuples come back as lists). Its
-        ``pack`` raises ``TypeError`` for a value JSON cannot store.
+        ``encode`` raises ``TypeError`` for a value JSON cannot store.
     """
     dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False).encode
     loads = json.loads

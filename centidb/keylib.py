@@ -7,24 +7,21 @@ elements: ``None``, ``bool``, ``int`` (any size), ``float``, ``bytes``,
 order). The order across and within kinds, and the exact bytes, are
 specified in ``docs/format.rst``.
 
-This module is the pure-Python reference implementation and the one place
-that chooses the implementation in use: at import, the compiled twin
+This module is the pure-Python reference implementation. The compiled twin
 ``centidb._speedups`` replaces :func:`packs`, :func:`unpacks` and
-:func:`unpacks_list` when it is built, unless ``CENTIDB_NO_SPEEDUPS=1``.
-``CENTIDB_REQUIRE_SPEEDUPS=1`` makes a missing twin an ``ImportError``; a
-twin missing otherwise gives a ``RuntimeWarning`` and pure Python.
-:data:`IMPL` names the active implementation (``'speedups'`` or
-``'python'``).
+:func:`unpacks_list` when :mod:`centidb.impl` chooses it (it is built, and
+``CENTIDB_NO_SPEEDUPS=1`` is not set; ``CENTIDB_REQUIRE_SPEEDUPS=1`` makes a
+missing twin an ``ImportError``). :data:`IMPL` names the active
+implementation (``'speedups'`` or ``'python'``).
 """
 
 import datetime as _dt
 import math
-import os
 import re
 import types
 import uuid
-import warnings
 
+from centidb import impl
 from centidb.errors import CorruptKeyError
 from centidb.errors import KeyEncodingError
 from centidb.errors import UnsupportedKeyTypeError
@@ -561,39 +558,10 @@ def after_key(data):
 _AFTER_KEY_SEP = bytes([KEY_SEP + 1])
 
 
-# --- choosing the implementation -------------------------------------------------
+# --- the active implementation --------------------------------------------------
 
 #: The pure-Python functions, whichever implementation is active.
 PYTHON = types.SimpleNamespace(packs=packs, unpacks=unpacks, unpacks_list=unpacks_list)
-
-
-def _env_flag(name):
-    return os.environ.get(name, '').strip() not in ('', '0')
-
-
-def _load_speedups():
-    """Return the compiled twin, or None when it is disabled or missing."""
-    if _env_flag('CENTIDB_NO_SPEEDUPS'):
-        if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
-            raise ImportError('CENTIDB_NO_SPEEDUPS and CENTIDB_REQUIRE_SPEEDUPS '
-                              'are both set; unset one of them')
-        return None
-    try:
-        from centidb import _speedups
-    except ImportError as exc:
-        if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
-            raise ImportError(
-                'CENTIDB_REQUIRE_SPEEDUPS=1 but the compiled extension '
-                f'centidb._speedups cannot be imported ({exc}); reinstall '
-                'centidb with a C compiler available') from exc
-        # pip hides build output, so say it where the user will see it.
-        warnings.warn(
-            f'centidb._speedups is not available ({exc}); using the much '
-            'slower pure-Python key codec. Reinstall centidb with a C '
-            'compiler, or set CENTIDB_NO_SPEEDUPS=1 to silence this warning.',
-            RuntimeWarning, stacklevel=2)
-        return None
-    return _speedups
 
 
 def available_implementations():
@@ -607,29 +575,17 @@ def available_implementations():
         ``CENTIDB_NO_SPEEDUPS`` keeps it inactive.
     """
     impls = {'python': PYTHON}
-    try:
-        from centidb import _speedups
-    except ImportError:
-        pass
-    else:
+    compiled = impl.compiled_module()
+    if compiled is not None:
         impls['speedups'] = types.SimpleNamespace(
-            packs=_speedups.packs, unpacks=_speedups.unpacks,
-            unpacks_list=_speedups.unpacks_list)
+            packs=compiled.packs, unpacks=compiled.unpacks,
+            unpacks_list=compiled.unpacks_list)
     return impls
 
 
-#: The active compiled twin module, or None: other layers take their
-#: compiled helpers from here, so this module alone decides.
-SPEEDUPS = _load_speedups()
-#: The active implementation: ``'speedups'`` (the compiled twin) or
-#: ``'python'``.
-IMPL = 'python' if SPEEDUPS is None else 'speedups'
-if SPEEDUPS is not None:
-    for _name in ('packs', 'unpacks', 'unpacks_list'):
-        _fast = getattr(SPEEDUPS, _name)
-        try:
-            _fast.__doc__ = getattr(PYTHON, _name).__doc__
-        except (AttributeError, TypeError):
-            pass
-        globals()[_name] = _fast
-    del _name, _fast
+#: The active implementation, ``'speedups'`` or ``'python'`` (chosen by
+#: :mod:`centidb.impl`).
+IMPL = impl.IMPL
+packs = impl.choose(packs)
+unpacks = impl.choose(unpacks)
+unpacks_list = impl.choose(unpacks_list)

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from centidb import collection, encodings, keylib
+from centidb import encodings, keylib, query
 from centidb.keyformat import Desc
 
 from stores import ENGINE_NAMES, open_store
@@ -28,7 +28,7 @@ QUERY = POOL + [(1, 'a', 1), (3,), (Desc(0),)]
 
 
 def _expected(model, q, reverse):
-    lo, hi = collection._key_range(b'', q.get('lo'), q.get('hi'), q.get('prefix'),
+    lo, hi = query.key_range(b'', q.get('lo'), q.get('hi'), q.get('prefix'),
                                    q.get('include', False))
     keys = [k for k in model if keylib.packs(k) >= lo and (hi is None or keylib.packs(k) < hi)]
     return sorted(keys, key=keylib.packs, reverse=reverse)

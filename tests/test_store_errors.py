@@ -379,9 +379,9 @@ def reversing_packer():
 
 def test_packer_not_registered_after_reopen(reopen):
     with reopen() as store:
-        store.add_encoder(reversing_packer())
+        packer = store.add_encoder(reversing_packer())
         docs = store.collection('docs', key_func=by_id)
-        docs.put({'id': 1, 'v': 'packed'}, packer=store._encoders['reverse'])
+        docs.put({'id': 1, 'v': 'packed'}, packer=packer)
         docs.put({'id': 2, 'v': 'plain'})
         # raw=True undoes the packer but not the encoder.
         packed = make_msgpack_encoder().pack({'id': 1, 'v': 'packed'})

@@ -1,0 +1,243 @@
+# Twin of centidb/records.py: index entries, Record, and the common-case record
+# writer and reader. Included by _speedups.pyx after _keylib.pxi. Each class and
+# function mirrors the pure-Python one of the same name, which documents it;
+# everything outside this module reaches it through constructor arguments.
+
+@cython.binding(True)
+def index_entries(tuple specs, data, bytes tail):
+    """Mirrors centidb.records.index_entries."""
+    cdef list entries = []
+    cdef bytes prefix
+    for func, prefix in specs:
+        result = func(data)
+        if result is None:
+            continue
+        if type(result) is list:
+            for item in <list>result:
+                entries.append(pack_entry(item, prefix, tail))
+        else:
+            entries.append(pack_entry(result, prefix, tail))
+    return entries
+
+
+cdef inline tuple as_key(object value):
+    """Mirrors centidb.records.as_key."""
+    if type(value) is tuple:
+        return <tuple>value
+    return tuple(value) if isinstance(value, tuple) else (value,)
+
+
+cdef object checked_engine_txn(txns, txn_class, txn, bint write):
+    """Mirrors centidb.records.checked_engine_txn."""
+    if type(txn) is txn_class and txn.manager is txns and (txn.write or not write):
+        etxn = txn.engine_txn
+        if etxn is not None:
+            return etxn
+    return txns.engine_txn(txn, write)
+
+
+cdef class Record:
+    """Mirrors centidb.records.Record."""
+
+    cdef public object coll, data, key, _stored, _entries, _indexes
+
+    def __init__(self, coll, data, key=None, _stored=None, _entries=None,
+                 _indexes=None):
+        self.coll = coll
+        self.data = data
+        self.key = key
+        self._stored = _stored
+        self._entries = _entries
+        self._indexes = _indexes
+
+    def __repr__(self):
+        name = self.coll.name if self.coll is not None else None
+        return f'<Record {name}:{self.key!r} {self.data!r}>'
+
+    def __eq__(self, other):
+        if not isinstance(other, Record):
+            return NotImplemented
+        return (self.coll is other.coll and self.key == other.key
+                and self.data == other.data)
+
+    __hash__ = None
+
+
+cdef Record new_record(coll, data, key, stored, entries, indexes):
+    """Record(coll, data, key, stored, entries, indexes) without the call."""
+    cdef Record record = Record.__new__(Record)
+    record.coll = coll
+    record.data = data
+    record.key = key
+    record._stored = stored
+    record._entries = entries
+    record._indexes = indexes
+    return record
+
+
+cdef object delete_stale(etxn, old_entries, list entries):
+    """Mirrors centidb.records.delete_stale."""
+    if old_entries:
+        keep = set(entries)
+        for entry in old_entries:
+            if entry not in keep:
+                etxn.delete(entry)
+
+
+cdef class RecordWriter:
+    """Mirrors centidb.records.RecordWriter."""
+
+    cdef readonly object coll, txns, txn_class, encode, compress, key_func, limit
+    cdef readonly object old_entries, too_long, record_class
+    cdef readonly bint usable
+    cdef readonly bytes header, prefix
+    cdef readonly tuple specs, indexes
+
+    def __init__(self, coll, txns, txn_class, usable, prefix, encode, compress, header,
+                 key_func, specs, indexes, limit, old_entries, too_long, record_class):
+        self.coll = coll
+        self.txns = txns
+        self.txn_class = txn_class
+        self.usable = usable
+        self.prefix = prefix
+        self.encode = encode
+        self.compress = compress
+        self.header = header
+        self.key_func = key_func
+        self.specs = specs
+        self.indexes = indexes
+        self.limit = limit
+        self.old_entries = old_entries
+        self.too_long = too_long
+        self.record_class = record_class
+
+    def write(self, txn, data, key, blind):
+        """Mirrors centidb.records.RecordWriter.write."""
+        cdef Py_ssize_t limit
+        cdef bytes key_bytes, value, entry_tail, entry
+        cdef list entries, writes
+        cdef bint too_long
+        etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
+        if not self.usable or type(data) is Record or type(data) is self.record_class:
+            return None
+        if key is None:
+            if self.key_func is None:
+                return None
+            encoded = self.encode(data)
+            key = self.key_func(data)
+        else:
+            encoded = self.encode(data)
+        value = self.header + (encoded if self.compress is None else self.compress(encoded))
+        key = as_key(key)
+        key_bytes = pack_entry(key, self.prefix, b'')
+        entry_tail = _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):]
+        entries = index_entries(self.specs, data, entry_tail)
+        if self.limit is not None:
+            limit = self.limit
+            too_long = PyBytes_GET_SIZE(key_bytes) > limit
+            for entry in entries:
+                if PyBytes_GET_SIZE(entry) > limit:
+                    too_long = True
+            if too_long:
+                self.too_long(key, key_bytes, entries)
+        if not blind and self.indexes:
+            old = etxn.get(key_bytes)
+            if old is not None:
+                delete_stale(etxn, self.old_entries(old, entry_tail), entries)
+        writes = [(key_bytes, value)]
+        for entry in entries:
+            writes.append((entry, b''))
+        fast_put_many = etxn._fast_put_many
+        if fast_put_many is None:
+            etxn._put_many(writes)
+        else:
+            etxn.writes += len(writes)
+            try:
+                fast_put_many(writes)
+            except Exception as exc:
+                etxn._put_many_failed(exc, writes)
+        return new_record(self.coll, data, key, value, entries, self.indexes)
+
+
+cdef bytes _AFTER_KEY_SEP = bytes([KEY_SEP + 1])
+
+
+cdef class RecordReader:
+    """Mirrors centidb.records.RecordReader."""
+
+    cdef readonly object txns, txn_class, decode_plain, decode, limit
+    cdef readonly object batch_get, missing, corrupt_entry
+    cdef readonly bytes prefix
+    cdef readonly int plain_id
+    cdef readonly bint batched
+
+    def __init__(self, txns, txn_class, prefix, plain_id, decode_plain, decode, limit,
+                 batched, batch_get, missing, corrupt_entry):
+        self.txns = txns
+        self.txn_class = txn_class
+        self.prefix = prefix
+        self.plain_id = plain_id
+        self.decode_plain = decode_plain
+        self.decode = decode
+        self.limit = limit
+        self.batched = batched
+        self.batch_get = batch_get
+        self.missing = missing
+        self.corrupt_entry = corrupt_entry
+
+    cdef object stored(self, etxn, bytes key_bytes):
+        if self.batched:
+            return self.batch_get(etxn, key_bytes)
+        fast_get = etxn._fast_get
+        if fast_get is None or (self.limit is not None
+                                and PyBytes_GET_SIZE(key_bytes) > <Py_ssize_t>self.limit):
+            return etxn.get(key_bytes)
+        return fast_get(key_bytes)
+
+    cdef object decode_stored(self, stored):
+        if type(stored) is bytes:
+            if (PyBytes_GET_SIZE(stored)
+                    and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id):
+                return self.decode_plain(stored[1:])
+        elif stored[0] == self.plain_id:
+            return self.decode_plain(stored[1:])
+        return self.decode(stored)
+
+    def get(self, txn, key, default):
+        """Mirrors centidb.records.RecordReader.get."""
+        key_bytes = pack_entry(as_key(key), self.prefix, b'')
+        stored = self.stored(checked_engine_txn(self.txns, self.txn_class, txn, False),
+                             key_bytes)
+        return default if stored is None else self.decode_stored(stored)
+
+    def index_get(self, txn, bytes index_prefix, index_name, x, default):
+        """Mirrors centidb.records.RecordReader.index_get."""
+        cdef bytes packed = pack_entry(as_key(x), index_prefix, b'')
+        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
+        found = etxn.first(packed + _ENTRY_SEP, packed + _AFTER_KEY_SEP)
+        if found is None:
+            return default
+        entry = found[0]
+        key_bytes = self.prefix + entry[PyBytes_GET_SIZE(packed) + 1:]
+        stored = self.stored(etxn, key_bytes)
+        if stored is None:
+            raise self.missing(index_name, unpacks(key_bytes, self.prefix))
+        return self.decode_stored(stored)
+
+    def index_records(self, bytes index_prefix, index_name, bint items, etxn, lo, hi,
+                      reverse):
+        """Mirrors centidb.records.RecordReader.index_records."""
+        for entry in etxn.keys(lo, hi, reverse):
+            parts = unpacks_list(entry, index_prefix)
+            if len(parts) != 2:
+                raise self.corrupt_entry(entry)
+            key_bytes = pack_entry(parts[1], self.prefix, b'')
+            stored = self.stored(etxn, key_bytes)
+            if stored is None:
+                stored = self.batch_get(etxn, key_bytes)
+                if stored is None:
+                    raise self.missing(index_name, parts[1])
+            if items:
+                yield parts[0], self.decode_stored(stored)
+            else:
+                yield self.decode_stored(stored)

@@ -1,0 +1,191 @@
+"""Secondary indexes: :class:`Index`, a prefix view over a collection's index entries.
+
+An index maps each record of its collection to zero, one or many index tuples
+through a plain Python function; each tuple is stored as one entry (layout in
+:mod:`centidb.records`). Query methods take the parameters described in
+:mod:`centidb.query`.
+"""
+
+from centidb import keylib
+from centidb.query import Queryable, check_query, key_range, query_doc
+from centidb.records import as_key, first_entry, split_entries
+
+__all__ = ['Index']
+
+
+class Index(Queryable):
+    """A secondary index of a :class:`~centidb.collection.Collection`; made by ``add_index()``.
+
+    Query methods range over index tuples with the collection's query
+    parameters. Values are read in the same transaction (snapshot) as the
+    index entries. Made by :meth:`~centidb.collection.Collection.add_index`,
+    not directly; the arguments but `txns` are kept as read-only attributes
+    of the same names.
+
+    :param coll: the :class:`~centidb.collection.Collection` indexed.
+    :param name: the index's name.
+    :param index_id: the index's prefix id in the store.
+    :param func: the index function (see
+        :meth:`~centidb.collection.Collection.add_index`).
+    :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    """
+
+    def __init__(self, coll, name, index_id, func, txns):
+        self._coll = coll
+        self._txns = txns
+        self._name = name
+        self._index_id = index_id
+        self._func = func
+        self._prefix = keylib.packs(index_id)
+
+    # Read-only: the collection's put() is prepared from these.
+
+    @property
+    def coll(self):
+        """The :class:`~centidb.collection.Collection` indexed."""
+        return self._coll
+
+    @property
+    def name(self):
+        """The index's name (``str``)."""
+        return self._name
+
+    @property
+    def index_id(self):
+        """The index's number in the store; its entries start with it."""
+        return self._index_id
+
+    @property
+    def func(self):
+        """The index function."""
+        return self._func
+
+    @property
+    def prefix(self):
+        """The bytes every entry of the index starts with."""
+        return self._prefix
+
+    def __repr__(self):
+        return f'<Index {self.coll.name}.{self.name}>'
+
+    def _scan(self, txn, lo, hi, prefix, reverse, max, include):
+        """Iterate ``(index tuple, record key)`` for the query."""
+        check_query(reverse, max)
+        lo_bytes, hi_bytes = key_range(self._prefix, lo, hi, prefix, include)
+        return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max,
+                                        self._split_entries)
+
+    def _split_entries(self, etxn, lo, hi, reverse):
+        return split_entries(etxn, self._prefix, lo, hi, reverse)
+
+    def _records(self, txn, lo, hi, prefix, reverse, max, include, items):
+        """Iterate the records (or index tuple and record pairs) of a query."""
+        check_query(reverse, max)
+        lo_bytes, hi_bytes = key_range(self._prefix, lo, hi, prefix, include)
+        reader = self._coll.records.reader
+        index_prefix, name = self._prefix, self._name
+
+        def source(etxn, lo, hi, reverse):
+            return reader.index_records(index_prefix, name, items, etxn, lo, hi, reverse)
+        return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max, source)
+
+    @query_doc('index tuple')
+    def pairs(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Iterate ``(index tuple, record key)`` pairs, one per matching entry.
+
+        {query}
+        :returns: an iterator of ``(index tuple, key tuple)``.
+        """
+        return self._scan(txn, lo, hi, prefix, reverse, max, include)
+
+    @query_doc('index tuple')
+    def tups(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+             include=False, txn=None):
+        """Iterate index tuples (one per matching entry).
+
+        {query}
+        :returns: an iterator of index tuples.
+        """
+        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        return (tup for tup, _ in entries)
+
+    @query_doc('index tuple')
+    def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+             include=False, txn=None):
+        """Iterate the keys of the records the matching entries point to.
+
+        {query}
+        :returns: an iterator of key tuples, one per entry.
+        """
+        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        return (key for _, key in entries)
+
+    @query_doc('index tuple')
+    def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+              include=False, txn=None):
+        """Iterate ``(index tuple, record value)`` pairs, one per matching entry.
+
+        {query}
+        :returns: an iterator of ``(index tuple, value)``.
+        :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
+            record packed with a packer not registered in this session.
+        :raises ~centidb.errors.IndexInconsistentError: (while iterating)
+            for an entry that points at a missing record.
+        """
+        return self._records(txn, lo, hi, prefix, reverse, max, include, True)
+
+    @query_doc('index tuple')
+    def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
+               include=False, txn=None):
+        """Iterate the values of the records the matching entries point to.
+
+        {query}
+        :returns: an iterator of record values, one per entry.
+        :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
+            record packed with a packer not registered in this session.
+        :raises ~centidb.errors.IndexInconsistentError: (while iterating)
+            for an entry that points at a missing record.
+        """
+        return self._records(txn, lo, hi, prefix, reverse, max, include, False)
+
+    def _matches(self, txn, lo, hi, prefix, reverse, max, include):
+        return self._scan(txn, lo, hi, prefix, reverse, max, include)
+
+    def get(self, x, default=None, txn=None):
+        """Return the value of the first record whose index tuple equals `x`.
+
+        "First" is in record key order among the entries for `x`.
+
+        :param x: the index tuple (a bare value means a 1-tuple).
+        :param default: returned when no record has that index tuple.
+        :param txn: a :class:`~centidb.txn.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: the record's value, or `default`.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.IndexInconsistentError: if the entry points
+            at a missing record.
+        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+            with a packer not registered in this session.
+        """
+        if txn is None:
+            return self._txns.run(None, False, self._get_in, x, default)
+        return self._coll.records.reader.index_get(txn, self._prefix, self._name, x, default)
+
+    def _get_in(self, txn, etxn, x, default):
+        return self._coll.records.reader.index_get(txn, self._prefix, self._name, x, default)
+
+    def has(self, x, txn=None):
+        """Return True if some record has the index tuple `x`.
+
+        :param x: the index tuple (a bare value means a 1-tuple).
+        :param txn: a :class:`~centidb.txn.Transaction` of the store to
+            read in (default: see the module doc).
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        """
+        return self._txns.run(txn, False, self._has_in, as_key(x))
+
+    def _has_in(self, txn, etxn, x):
+        return first_entry(etxn, self._prefix, x) is not None

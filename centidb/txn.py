@@ -1,0 +1,256 @@
+"""Store transactions: begin, join the thread's open write transaction, check ownership.
+
+A :class:`Transaction` wraps one engine transaction
+(:class:`~centidb.engines.EngineTransaction`) for a store; a
+:class:`TxnManager` begins them on one engine and remembers, per thread, the
+write transaction that thread has open.
+
+The joining rule: a collection or index method called without ``txn=`` runs
+in a transaction of its own, except in a thread that has a write transaction
+open on the store: there the call **joins** that transaction, so it sees and
+commits (or aborts) with the rest. Opening a second write transaction in that
+thread raises :class:`~centidb.errors.TransactionError`.
+
+This layer knows engines only; it never calls the collection layer above.
+"""
+
+import itertools
+import threading
+import weakref
+
+from centidb.errors import EngineClosedError, TransactionError
+
+__all__ = ['Transaction', 'TxnManager']
+
+
+class Transaction:
+    """A store transaction, from :meth:`centidb.store.Store.begin`.
+
+    Pass it as ``txn=`` to collection and index methods. As a context
+    manager it commits when the block succeeds and aborts when it raises.
+    Made by :meth:`TxnManager.begin`, not directly.
+
+    :param manager: the :class:`TxnManager` that began it.
+    :param write: True for a write transaction.
+    :param engine_txn: the :class:`~centidb.engines.EngineTransaction`
+        underneath; ``None`` once this transaction has ended.
+    """
+
+    __slots__ = ('manager', 'write', 'engine_txn', '__weakref__')
+
+    def __init__(self, manager, write, engine_txn):
+        self.manager = manager
+        self.write = write
+        self.engine_txn = engine_txn
+
+    @property
+    def store(self):
+        """The store this transaction belongs to."""
+        return self.manager.owner
+
+    @property
+    def raw(self):
+        """Alias of :attr:`engine_txn` (the older name)."""
+        return self.engine_txn
+
+    def __repr__(self):
+        state = 'open' if self.engine_txn is not None else 'ended'
+        return f"<Transaction {'write' if self.write else 'read'} {state}>"
+
+    def _end(self):
+        self.engine_txn = None
+        if self.write:
+            self.manager._forget(self)
+
+    def commit(self):
+        """Make the writes permanent and end the transaction.
+
+        The transaction ends even if committing fails.
+
+        :raises ~centidb.errors.TransactionError: if it already ended.
+        :raises ~centidb.errors.EngineError: if the engine fails to commit
+            (for example :class:`~centidb.errors.MapFullError`); the writes
+            are lost.
+        """
+        if self.engine_txn is None:
+            raise TransactionError('this transaction has already ended')
+        try:
+            self.engine_txn.commit()
+        finally:
+            self._end()
+
+    def abort(self):
+        """Discard the writes and end the transaction (no-op if ended)."""
+        if self.engine_txn is None:
+            return
+        try:
+            self.engine_txn.abort()
+        finally:
+            self._end()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if self.engine_txn is None:     # committed or aborted inside the block
+            return False
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+        return False
+
+
+class TxnManager:
+    """Begins store transactions on one engine and tracks each thread's writer.
+
+    :param engine: the open :class:`~centidb.engines.Engine`.
+    :param owner: the object transactions report as their ``store``.
+    """
+
+    def __init__(self, engine, owner):
+        self.engine = engine
+        self.owner = owner
+        self.closed = False
+        self._local = threading.local()
+
+    def check_open(self):
+        """Raise :class:`~centidb.errors.EngineClosedError` once closed."""
+        if self.closed:
+            raise EngineClosedError('this store is closed; open it again to use it')
+
+    def begin(self, write=False):
+        """Start a :class:`Transaction`; see :meth:`centidb.store.Store.begin`.
+
+        :param write: True for a write transaction.
+        """
+        self.check_open()
+        if write:
+            if self.current_write() is not None:
+                raise TransactionError(
+                    'this thread already has a write transaction open on this '
+                    'store; nested transactions are not supported: pass '
+                    'txn= or call without txn to join the open one')
+        txn = Transaction(self, bool(write), self.engine.begin(write=bool(write)))
+        if write:
+            # Weak, so a transaction the caller dropped is aborted by the
+            # garbage collector instead of holding the writer lock forever.
+            self._local.txn = weakref.ref(txn)
+        return txn
+
+    def _forget(self, txn):
+        ref = getattr(self._local, 'txn', None)
+        if ref is not None and ref() is txn:
+            self._local.txn = None
+
+    def current_write(self):
+        """The write :class:`Transaction` this thread has open, or None."""
+        if self.closed:
+            self.check_open()
+        ref = getattr(self._local, 'txn', None)
+        if ref is None:
+            return None
+        txn = ref()
+        if txn is None or txn.engine_txn is None:
+            self._local.txn = None
+            return None
+        return txn
+
+    def own_write(self, what):
+        """An engine write transaction for a change that must commit alone.
+
+        :param what: names the operation in the error.
+        :raises ~centidb.errors.TransactionError: while this thread has a
+            write transaction open.
+        """
+        if self.current_write() is not None:
+            raise TransactionError(
+                f'{what} commits on its own and cannot run while this thread '
+                f'has a write transaction open on the store; do it before '
+                f'begin(write=True) or after the commit')
+        return self.engine.begin(write=True)
+
+    def engine_txn(self, txn, write):
+        """Return the engine transaction of `txn`, checking it fits.
+
+        :param txn: a :class:`Transaction` of this manager.
+        :param write: True if the caller writes.
+        :raises TypeError: for anything else.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended, or is
+            read-only and `write` is true.
+        """
+        if type(txn) is not Transaction or txn.manager is not self:
+            raise TypeError(f'txn must be a transaction from this store\'s begin(), '
+                            f'not {txn!r}')
+        etxn = txn.engine_txn
+        if etxn is None:
+            raise TransactionError('this transaction has already ended')
+        if write and not txn.write:
+            raise TransactionError(
+                'cannot write in a read-only transaction; use begin(write=True)')
+        return etxn
+
+    def run(self, txn, write, func, *args):
+        """Call ``func(txn, engine_txn, *args)`` in the right transaction.
+
+        `txn` if given; else the thread's open write transaction; else a
+        transaction of its own, committed when `func` returns and aborted
+        when it raises.
+
+        :param txn: a :class:`Transaction` of this manager, or None.
+        :param write: True if `func` writes.
+        :param func: ``func(txn, engine txn, *args)``.
+        :param args: more arguments for `func`.
+        :returns: what `func` returns.
+        """
+        if txn is None:
+            txn = self.current_write()
+            if txn is None:
+                own = self.begin(write)
+                try:
+                    result = func(own, own.engine_txn, *args)
+                except BaseException:
+                    own.abort()
+                    raise
+                own.commit()
+                return result
+        return func(txn, self.engine_txn(txn, write), *args)
+
+    def iterate(self, txn, lo, hi, reverse, max, source):
+        """Iterate ``source(engine_txn, lo, hi, reverse)`` within a transaction.
+
+        The transaction is chosen now, as for :meth:`run`; a read
+        transaction begun for this iterator ends with it.
+
+        :param txn: a :class:`Transaction` of this manager, or None.
+        :param lo: passed to `source`.
+        :param hi: passed to `source`.
+        :param reverse: passed to `source`.
+        :param max: stop after this many items (None: no limit).
+        :param source: ``source(engine txn, lo, hi, reverse)`` returns an
+            iterator.
+        """
+        if txn is not None:
+            etxn, own = self.engine_txn(txn, False), None
+        else:
+            current = self.current_write()
+            if current is not None:
+                etxn, own = current.engine_txn, None
+            else:
+                etxn = own = self.engine.begin()
+        return _iterate(etxn, own, lo, hi, reverse, max, source)
+
+    def close(self):
+        """Refuse every later transaction (the engine is closed by its owner)."""
+        self.closed = True
+
+
+def _iterate(etxn, own, lo, hi, reverse, max, source):
+    try:
+        items = source(etxn, lo, hi, reverse)
+        if max is not None:
+            items = itertools.islice(items, max)
+        yield from items
+    finally:
+        if own is not None:
+            own.abort()
