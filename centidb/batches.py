@@ -29,7 +29,7 @@ from centidb.errors import CorruptRecordError
 from centidb.keyformat import KEY_SEP
 
 __all__ = ['BATCH_FLAG', 'MAX_MEMBERS', 'MAX_KEY_BYTES', 'MAX_VALUE_BYTES',
-           'is_batch', 'batch_key', 'batch_packer_id', 'encode_batch', 'decode_batch',
+           'check_limits', 'is_batch', 'batch_key', 'batch_packer_id', 'encode_batch', 'decode_batch',
            'BatchView']
 
 #: Set in the first value byte of a batch.
@@ -44,6 +44,26 @@ MAX_VALUE_BYTES = 0xFFFFFFFF
 _COUNT = struct.Struct('>H')
 _SIZES = struct.Struct('>HI')
 _SEP = bytes([KEY_SEP])
+
+
+def check_limits(max_recs, max_bytes):
+    """Check the `max_recs` and `max_bytes` arguments of ``Collection.batch()``.
+
+    :param max_recs: ``None``, or the most records in one batch.
+    :param max_bytes: ``None``, or the most bytes of keys and values in one
+        batch.
+    :raises TypeError: for a value that is not an ``int``.
+    :raises ValueError: for a value outside what the format holds.
+    """
+    limits = {'max_recs': (max_recs, MAX_MEMBERS), 'max_bytes': (max_bytes, MAX_VALUE_BYTES)}
+    for name, (value, limit) in limits.items():
+        if value is None:
+            continue
+        if type(value) is not int:
+            raise TypeError(f'{name} must be an int or None, not {type(value).__name__!r}')
+        if not 1 <= value <= limit:
+            raise ValueError(f'{name}={value} is outside what the batch format '
+                             f'can hold: 1 to {limit}')
 
 
 def is_batch(value):

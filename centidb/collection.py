@@ -15,10 +15,9 @@ Iterating methods and ``count()`` take the query parameters described in
 
 from centidb import batches, encodings, keylib
 from centidb.batches import BatchView
-from centidb.errors import UnknownIndexError
-from centidb.index import Index
-from centidb.query import Queryable, check_query, key_range, query_doc
-from centidb.records import Record, Records, as_key, delete_index_entries
+from centidb.index import Index, IndexSet
+from centidb.query import Queryable, check_query, key_range, query_doc, readonly
+from centidb.records import Record, Records, as_key
 from centidb.txn import Transaction
 
 __all__ = ['Collection', 'Index', 'Record']
@@ -60,9 +59,10 @@ class Collection(Queryable):
         self._txn_key_func = txn_key_func
         self._counter_name = info['counter']
         self._info = info
+        self._index_set = IndexSet(self, txns, catalog, name, index_ids, self._fill_index,
+                                   self._rebuild)
         #: Index name -> :class:`Index`, for the indexes added in this session.
-        self.indices = {}
-        self._index_ids = dict(index_ids)   # every stored index: name -> id
+        self.indices = self._index_set.added
         self._header = bytes([catalog.encoder_id(packer)])
         plain_id = catalog.encoder_id(encodings.PLAIN_PACKER)
         self._view = BatchView(self._prefix, name, bytes([plain_id]), self._packer_of,
@@ -78,50 +78,15 @@ class Collection(Queryable):
 
     # Read-only: put() and get() are prepared from these.
 
-    @property
-    def store(self):
-        """The :class:`~centidb.store.Store` holding the collection."""
-        return self._store
-
-    @property
-    def name(self):
-        """The collection's name (``str``)."""
-        return self._name
-
-    @property
-    def coll_id(self):
-        """The collection's number in the store; its keys start with it."""
-        return self._coll_id
-
-    @property
-    def prefix(self):
-        """The bytes every record key of the collection starts with."""
-        return self._prefix
-
-    @property
-    def encoder(self):
-        """The :class:`~centidb.encodings.Encoder` of the records."""
-        return self._encoder
-
-    @property
-    def packer(self):
-        """The default packer (an ``Encoder``) of new records."""
-        return self._packer
-
-    @property
-    def key_func(self):
-        """``key_func(record)`` making each record's key, or ``None``."""
-        return self._key_func
-
-    @property
-    def txn_key_func(self):
-        """``txn_key_func(txn, record)`` making each key, or ``None``."""
-        return self._txn_key_func
-
-    @property
-    def counter_name(self):
-        """The name of the counter that numbers keyless records."""
-        return self._counter_name
+    store = readonly('_store', 'The :class:`~centidb.store.Store` holding the collection.')
+    name = readonly('_name', "The collection's name (``str``).")
+    coll_id = readonly('_coll_id', "The collection's number in the store; its keys start with it.")
+    prefix = readonly('_prefix', 'The bytes every record key of the collection starts with.')
+    encoder = readonly('_encoder', 'The :class:`~centidb.encodings.Encoder` of the records.')
+    packer = readonly('_packer', 'The default packer (an ``Encoder``) of new records.')
+    key_func = readonly('_key_func', "``key_func(record)`` making each record's key, or ``None``.")
+    txn_key_func = readonly('_txn_key_func', '``txn_key_func(txn, record)`` making each key, or ``None``.')
+    counter_name = readonly('_counter_name', 'The name of the counter that numbers keyless records.')
 
     @property
     def records(self):
@@ -137,10 +102,13 @@ class Collection(Queryable):
     def _next_key(self, etxn):
         return self._catalog.counter(etxn, self._counter_name, 1, 1)
 
+    def _fill_index(self, etxn, func, index_prefix):
+        self._records.fill_index(etxn, func, index_prefix)
+
     def _rebuild(self):
         """Prepare the write and read paths again after the indexes or batching changed."""
         indexes = tuple(self.indices.values())
-        unbound = frozenset(self._index_ids) - frozenset(self.indices)
+        unbound = self._index_set.unbound()
         self._records = Records(
             self, self._txns, Transaction, self._name, self._prefix, self._encoder,
             self._packer, self._header, self._plain_id, self._packer_of, self._key_func,
@@ -175,45 +143,7 @@ class Collection(Queryable):
             raise TypeError(f'index name must be a non-empty str, not {name!r}')
         if not callable(func):
             raise TypeError(f'index function for {name!r} must be callable')
-        self._txns.check_open()
-        lock = self._catalog.lock
-        with lock:
-            if name in self.indices:
-                raise ValueError(f'index {name!r} was already added to collection '
-                                 f'{self.name!r} in this session')
-            if name in self._index_ids:
-                index = Index(self, name, self._index_ids[name], func, self._txns)
-                self._bind(index)
-                return index
-        # Lock order: the engine's writer lock, then the catalog lock.
-        index = None
-        try:
-            with self._txns.own_write('add_index()') as etxn, lock:
-                if name in self.indices:
-                    raise ValueError(f'index {name!r} was just added to collection '
-                                     f'{self.name!r} by another thread')
-                index_id = self._catalog.create_index(etxn, self._coll_id, name)
-                index = Index(self, name, index_id, func, self._txns)
-                self._records.fill_index(etxn, func, index.prefix)
-                # Bound before the commit, so no writer slips in between.
-                self._bind(index)
-        except BaseException:
-            # The commit failed: the index and its id were not stored.
-            if index is not None and self.indices.get(name) is index:
-                self._unbind(name)
-            raise
-        return index
-
-    def _bind(self, index):
-        self.indices[index.name] = index
-        self._index_ids[index.name] = index.index_id
-        self._rebuild()
-
-    def _unbind(self, name):
-        """Forget the index `name` in this session (dropped, or never committed)."""
-        self.indices.pop(name, None)
-        self._index_ids.pop(name, None)
-        self._rebuild()
+        return self._index_set.add(name, func)
 
     def drop_index(self, name):
         """Delete the index `name` and all its entries from the store.
@@ -228,15 +158,7 @@ class Collection(Queryable):
             write transaction open on the store.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
-        self._txns.check_open()
-        if name not in self._index_ids:
-            raise UnknownIndexError(f'collection {self.name!r} has no index {name!r} '
-                                    f'to drop')
-        index_id = self._index_ids[name]
-        with self._txns.own_write('drop_index()') as etxn, self._catalog.lock:
-            delete_index_entries(etxn, keylib.packs(index_id))
-            self._catalog.delete_index(etxn, self._coll_id, name)
-        self._unbind(name)
+        self._index_set.drop(name)
 
     # --- writing -------------------------------------------------------------
 
@@ -368,16 +290,7 @@ class Collection(Queryable):
             the store while this thread has a write transaction open, or a
             record in the range was packed with an unregistered packer.
         """
-        limits = {'max_recs': (max_recs, batches.MAX_MEMBERS),
-                  'max_bytes': (max_bytes, batches.MAX_VALUE_BYTES)}
-        for name, (value, limit) in limits.items():
-            if value is None:
-                continue
-            if type(value) is not int:
-                raise TypeError(f'{name} must be an int or None, not {type(value).__name__!r}')
-            if not 1 <= value <= limit:
-                raise ValueError(f'{name}={value} is outside what the batch format '
-                                 f'can hold: 1 to {limit}')
+        batches.check_limits(max_recs, max_bytes)
         packer_id = self._catalog.encoder_id(packer)
         lo_bytes, hi_bytes = key_range(self.prefix, lo, hi, prefix, False)
         return self._txns.run(txn, True, self._batch, lo_bytes, hi_bytes,
@@ -419,19 +332,8 @@ class Collection(Queryable):
         encoded = encoded or raw
         if txn is not None and not (encoded or rec):
             return self._records.reader.get(txn, key, default)
-        key = as_key(key)
-        key_bytes = keylib.packs(key, self.prefix)
-        records = self._records
-        stored = self._txns.run(txn, False, _stored_in, records, key_bytes)
-        if stored is None:
-            return default
-        if encoded:
-            return records.encoded(stored)
-        data = records.decode(stored)
-        if rec:
-            entries = records.entries(data, records.entry_tail(key_bytes))
-            return Record(self, data, key, stored, entries, records.indexes)
-        return data
+        return self._txns.run(txn, False, self._records.read, as_key(key), default,
+                              encoded, rec)
 
     def get_many(self, keys, default=None, txn=None):
         """Return a list with the value of each key in `keys` (or `default`).
@@ -452,9 +354,7 @@ class Collection(Queryable):
             with a packer not registered in this session.
         """
         packed = [keylib.packs(as_key(key), self.prefix) for key in keys]
-        stored = self._txns.run(txn, False, _stored_many, self._records, packed)
-        decode = self._records.decode
-        return [default if value is None else decode(value) for value in stored]
+        return self._txns.run(txn, False, self._records.read_many, packed, default)
 
     def _iter(self, txn, lo, hi, prefix, reverse, max, include):
         check_query(reverse, max)
@@ -504,14 +404,6 @@ class Collection(Queryable):
 
     def __len__(self):
         return self.count()
-
-
-def _stored_in(txn, etxn, records, key_bytes):
-    return records.stored(etxn, key_bytes)
-
-
-def _stored_many(txn, etxn, records, packed):
-    return [records.stored(etxn, key_bytes) for key_bytes in packed]
 
 
 def _decoded_items(pairs, start, decode):

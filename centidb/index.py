@@ -7,10 +7,11 @@ through a plain Python function; each tuple is stored as one entry (layout in
 """
 
 from centidb import keylib
-from centidb.query import Queryable, check_query, key_range, query_doc
-from centidb.records import as_key, first_entry, split_entries
+from centidb.errors import UnknownIndexError
+from centidb.query import Queryable, check_query, key_range, query_doc, readonly
+from centidb.records import as_key, delete_index_entries, first_entry, split_entries
 
-__all__ = ['Index']
+__all__ = ['Index', 'IndexSet']
 
 
 class Index(Queryable):
@@ -40,31 +41,11 @@ class Index(Queryable):
 
     # Read-only: the collection's put() is prepared from these.
 
-    @property
-    def coll(self):
-        """The :class:`~centidb.collection.Collection` indexed."""
-        return self._coll
-
-    @property
-    def name(self):
-        """The index's name (``str``)."""
-        return self._name
-
-    @property
-    def index_id(self):
-        """The index's number in the store; its entries start with it."""
-        return self._index_id
-
-    @property
-    def func(self):
-        """The index function."""
-        return self._func
-
-    @property
-    def prefix(self):
-        """The bytes every entry of the index starts with."""
-        return self._prefix
-
+    coll = readonly('_coll', 'The :class:`~centidb.collection.Collection` indexed.')
+    name = readonly('_name', "The index's name (``str``).")
+    index_id = readonly('_index_id', "The index's number in the store; its entries start with it.")
+    func = readonly('_func', 'The index function.')
+    prefix = readonly('_prefix', 'The bytes every entry of the index starts with.')
     def __repr__(self):
         return f'<Index {self.coll.name}.{self.name}>'
 
@@ -189,3 +170,99 @@ class Index(Queryable):
 
     def _has_in(self, txn, etxn, x):
         return first_entry(etxn, self._prefix, x) is not None
+
+
+class IndexSet:
+    """A collection's indexes: those stored for it, and those added in this session.
+
+    Index functions are not stored, so an index stored by an earlier session
+    is *unbound* until ``add_index`` gives it its function again.
+
+    :param coll: the collection, given to each :class:`Index`.
+    :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param catalog: the store's :class:`~centidb.catalog.Catalog`.
+    :param coll_name: the collection's name, for errors.
+    :param index_ids: a ``dict`` from name to prefix id of every stored index.
+    :param fill: ``fill(engine txn, func, index prefix)`` writes a new
+        index's entries for the records already stored.
+    :param changed: called with no arguments after the added indexes change.
+    """
+
+    def __init__(self, coll, txns, catalog, coll_name, index_ids, fill, changed):
+        self.coll = coll
+        self.txns = txns
+        self.catalog = catalog
+        self.coll_name = coll_name
+        self.coll_id = coll.coll_id
+        self.fill = fill
+        self.changed = changed
+        #: Name -> :class:`Index`, for the indexes added in this session.
+        self.added = {}
+        #: Name -> prefix id, for every index stored.
+        self.ids = dict(index_ids)
+
+    def unbound(self):
+        """The names of the stored indexes not added in this session."""
+        return frozenset(self.ids) - frozenset(self.added)
+
+    def add(self, name, func):
+        """Add (or re-add) the index `name`; see ``Collection.add_index``.
+
+        :param name: the index's name.
+        :param func: the index function.
+        :returns: the :class:`Index`.
+        """
+        self.txns.check_open()
+        lock = self.catalog.lock
+        with lock:
+            if name in self.added:
+                raise ValueError(f'index {name!r} was already added to collection '
+                                 f'{self.coll_name!r} in this session')
+            if name in self.ids:
+                index = Index(self.coll, name, self.ids[name], func, self.txns)
+                self._bind(index)
+                return index
+        # Lock order: the engine's writer lock, then the catalog lock.
+        index = None
+        try:
+            with self.txns.own_write('add_index()') as etxn, lock:
+                if name in self.added:
+                    raise ValueError(f'index {name!r} was just added to collection '
+                                     f'{self.coll_name!r} by another thread')
+                index_id = self.catalog.create_index(etxn, self.coll_id, name)
+                index = Index(self.coll, name, index_id, func, self.txns)
+                self.fill(etxn, func, index.prefix)
+                # Bound before the commit, so no writer slips in between.
+                self._bind(index)
+        except BaseException:
+            # The commit failed: the index and its id were not stored.
+            if index is not None and self.added.get(name) is index:
+                self._unbind(name)
+            raise
+        return index
+
+    def _bind(self, index):
+        self.added[index.name] = index
+        self.ids[index.name] = index.index_id
+        self.changed()
+
+    def _unbind(self, name):
+        """Forget the index `name` in this session (dropped, or never committed)."""
+        self.added.pop(name, None)
+        self.ids.pop(name, None)
+        self.changed()
+
+    def drop(self, name):
+        """Delete the index `name` and its entries; see ``Collection.drop_index``.
+
+        :param name: the index's name.
+        """
+        self.txns.check_open()
+        if name not in self.ids:
+            raise UnknownIndexError(f'collection {self.coll_name!r} has no index {name!r} '
+                                    f'to drop')
+        index_id = self.ids[name]
+        with self.txns.own_write('drop_index()') as etxn, self.catalog.lock:
+            delete_index_entries(etxn, keylib.packs(index_id))
+            self.catalog.delete_index(etxn, self.coll_id, name)
+        self._unbind(name)

@@ -20,10 +20,21 @@ parameters:
 Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
 """
 
+import operator
+
 from centidb import keylib
 from centidb.records import as_key
 
-__all__ = ['Queryable', 'check_query', 'key_range', 'query_doc']
+__all__ = ['Queryable', 'check_query', 'key_range', 'query_doc', 'readonly']
+
+
+def readonly(attr, doc):
+    """A read-only property returning the attribute `attr`, documented by `doc`.
+
+    :param attr: the private attribute's name.
+    :param doc: the property's docstring.
+    """
+    return property(operator.attrgetter(attr), doc=doc)
 
 
 def check_query(reverse, max):

@@ -503,6 +503,44 @@ class Records:
             return self.view.get(etxn, key_bytes)
         return etxn.get(key_bytes)
 
+    def read(self, txn, etxn, key, default, encoded, rec):
+        """Read the record under `key`; see ``Collection.get``.
+
+        :param txn: the store transaction (unused: the signature
+            :meth:`~centidb.txn.TxnManager.run` calls).
+        :param etxn: its :class:`~centidb.engines.EngineTransaction`.
+        :param key: the key tuple.
+        :param default: returned when there is no record under `key`.
+        :param encoded: return the encoder's bytes.
+        :param rec: return a :class:`Record`.
+        """
+        key_bytes = keylib.packs(key, self.prefix)
+        stored = self.stored(etxn, key_bytes)
+        if stored is None:
+            return default
+        if encoded:
+            return self.encoded(stored)
+        data = self.decode(stored)
+        if rec:
+            entries = self.entries(data, self.entry_tail(key_bytes))
+            return Record(self.coll, data, key, stored, entries, self.indexes)
+        return data
+
+    def read_many(self, txn, etxn, packed, default):
+        """Read the records under the engine keys `packed`; see ``Collection.get_many``.
+
+        :param txn: the store transaction (unused, as for :meth:`read`).
+        :param etxn: its :class:`~centidb.engines.EngineTransaction`.
+        :param packed: a list of engine keys.
+        :param default: the item for a key with no record.
+        :returns: a ``list`` of values.
+        """
+        values = []
+        for key_bytes in packed:
+            stored = self.stored(etxn, key_bytes)
+            values.append(default if stored is None else self.decode(stored))
+        return values
+
     def items(self, etxn, lo, hi, reverse):
         """Iterate ``(key bytes, stored)`` in ``[lo, hi)``, batches expanded.
 

@@ -10,10 +10,11 @@ class docstring).
 
 The key codec functions may be compiled twins (see :mod:`centidb.keylib`):
 the docstrings checked for them are the pure module's, reached through
-``keylib.PYTHON`` and ``collection.index_entries_python``, never the copy
+``keylib.PYTHON`` and ``records.PYTHON``, never the copy
 the chooser puts on the twin. The twins are checked separately.
 """
 
+import importlib
 import inspect
 import pkgutil
 import re
@@ -22,30 +23,35 @@ import pytest
 
 import centidb
 from centidb import (
-    batches, collection, encodings, engines, errors, keyformat, keylib, store,
+    batches, catalog, collection, encodings, engines, errors, impl, index, keyformat,
+    keylib, query, records, store, txn,
 )
 
-MODULES = [centidb, store, collection, engines, encodings, keylib, keyformat,
-           errors, batches]
+# The modules of the engines package, each checked where it defines names.
+ENGINE_MODULES = [importlib.import_module(f'{engines.__name__}.{info.name}')
+                  for info in pkgutil.iter_modules(engines.__path__)]
+
+MODULES = [centidb, store, catalog, collection, index, query, records, txn, impl,
+           engines, *ENGINE_MODULES, encodings, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.
 PURE = {
     (keylib, 'packs'): keylib.PYTHON.packs,
     (keylib, 'unpacks'): keylib.PYTHON.unpacks,
     (keylib, 'unpacks_list'): keylib.PYTHON.unpacks_list,
-    (collection, 'index_entries'): collection.index_entries_python,
+    (records, 'index_entries'): records.PYTHON.index_entries,
 }
 
 
 def pure_version(module, name, obj):
     """The pure-Python object behind a public name that may be a twin.
 
-    Besides :data:`PURE`, a module keeps the pure version of a twinned name
-    ``x`` as ``x_python`` (for example ``collection.index_entries_python``).
+    Besides :data:`PURE`, a module with twins keeps the pure versions in its
+    ``PYTHON`` namespace (for example ``records.PYTHON.RecordWriter``).
     """
     if (module, name) in PURE:
         return PURE[module, name]
-    return getattr(module, f'{name}_python', obj)
+    return getattr(getattr(module, 'PYTHON', None), name, obj)
 
 _DOCUMENTABLE = (staticmethod, classmethod, property)
 
@@ -115,9 +121,10 @@ def test_the_walk_finds_the_api():
     for expected in ('centidb.store.open', 'centidb.store.Store.collection',
                      'centidb.collection.Collection.put',
                      'centidb.collection.Collection.find',      # inherited
-                     'centidb.engines.Transaction.state',       # a property
-                     'centidb.engines.LmdbEngine.__init__',
-                     'centidb.keylib.packs', 'centidb.collection.index_entries',
+                     'centidb.engines.base.EngineTransaction.state',  # a property
+                     'centidb.engines.lmdb.LmdbEngine.__init__',
+                     'centidb.engines.get_engine_class',
+                     'centidb.keylib.packs', 'centidb.records.index_entries',
                      'centidb.batches.decode_batch', 'centidb.errors.CorruptKeyError',
                      'centidb.keyformat.Desc.__init__'):
         assert expected in names
@@ -125,8 +132,8 @@ def test_the_walk_finds_the_api():
 
 
 def test_every_public_module_is_checked():
-    modules = {f'centidb.{info.name}' for info in pkgutil.iter_modules(centidb.__path__)
-               if not info.name.startswith('_')}
+    modules = {info.name for info in pkgutil.walk_packages(centidb.__path__, 'centidb.')
+               if not any(part.startswith('_') for part in info.name.split('.'))}
     assert modules <= {module.__name__ for module in MODULES}
 
 
@@ -223,6 +230,6 @@ def test_twins_have_docstrings_and_matching_signatures():
         # binding=True gives the twin a signature autodoc and help() can show.
         assert (list(inspect.signature(twin).parameters)
                 == list(inspect.signature(getattr(pure, name)).parameters))
-    if keylib.SPEEDUPS is not None:
-        assert (list(inspect.signature(collection.index_entries).parameters)
-                == list(inspect.signature(collection.index_entries_python).parameters))
+    if impl.COMPILED is not None:
+        assert (list(inspect.signature(records.index_entries).parameters)
+                == list(inspect.signature(records.PYTHON.index_entries).parameters))

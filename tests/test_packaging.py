@@ -14,14 +14,16 @@ pytest.importorskip('Cython')
 
 @pytest.fixture
 def source_copy(tmp_path):
-    """A copy of the package sources without any built extension."""
+    """A copy of the package sources, subpackages included, without any built extension."""
     for name in ('setup.py', 'pyproject.toml', 'README.md'):
         shutil.copy(os.path.join(ROOT, name), tmp_path)
-    package = tmp_path / 'centidb'
-    package.mkdir()
-    for name in os.listdir(os.path.join(ROOT, 'centidb')):
-        if name.endswith(('.py', '.pyx')):
-            shutil.copy(os.path.join(ROOT, 'centidb', name), package)
+    for directory, subdirectories, names in os.walk(os.path.join(ROOT, 'centidb')):
+        subdirectories[:] = [name for name in subdirectories if name != '__pycache__']
+        copy = tmp_path / os.path.relpath(directory, ROOT)
+        copy.mkdir()
+        for name in names:
+            if name.endswith(('.py', '.pyx', '.pxi')):
+                shutil.copy(os.path.join(directory, name), copy)
     return tmp_path
 
 

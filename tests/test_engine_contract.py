@@ -1,63 +1,30 @@
-"""Tests for centidb.engines.
+"""The engine contract (see :mod:`centidb.engines`), run on every engine.
 
-The contract tests run against every engine through the ``engine`` fixture;
-the random-operations test checks every engine against a plain dict.
+The tests take the ``engine`` fixture, which runs each on every kind in
+``engine_helpers.ENGINE_KINDS``: the in-memory engine (the reference), LevelDB,
+LMDB, and a trace wrapper; the random-operations test checks each against a
+plain dict. At the end: reopening the engines on disk, and the registry.
 """
 
 import random
-import subprocess
-import sys
 import threading
 
 import pytest
-from sortedcontainers import SortedDict
 
 from centidb.engines import (
     ENGINES,
-    TOMBSTONE,
     Engine,
+    EngineTransaction,
     ListEngine,
     LmdbEngine,
+    MemoryEngine,
     PlyvelEngine,
-    TraceEngine,
     Transaction,
-    WrapperEngine,
-    WrapperTransaction,
     get_engine_class,
-    merge_overlay,
 )
-from centidb.errors import (
-    DatabaseLockedError,
-    DatabaseNotFoundError,
-    EngineClosedError,
-    EngineError,
-    MapFullError,
-    TransactionError,
-)
+from centidb.errors import EngineClosedError, TransactionError
 
-ENGINE_KINDS = ['list', 'plyvel', 'lmdb', 'trace']
-
-
-def make_engine(kind, directory):
-    """Open a fresh engine of ``kind`` storing its files in ``directory``."""
-    if kind == 'list':
-        return ListEngine()
-    if kind == 'plyvel':
-        pytest.importorskip('plyvel')
-        return PlyvelEngine(directory / 'leveldb', create_if_missing=True)
-    if kind == 'lmdb':
-        pytest.importorskip('lmdb')
-        return LmdbEngine(directory / 'lmdb', sync=False)
-    if kind == 'trace':
-        return TraceEngine(ListEngine())
-    raise AssertionError(kind)
-
-
-@pytest.fixture(params=ENGINE_KINDS)
-def engine(request, tmp_path):
-    eng = make_engine(request.param, tmp_path)
-    yield eng
-    eng.close()
+from engine_helpers import engine, fill, make_engine  # noqa: F401 - a fixture
 
 
 def in_range(key, lo, hi):
@@ -68,12 +35,6 @@ def expected_items(model, lo=None, hi=None, reverse=False):
     """What items(lo, hi, reverse) must yield for the dict ``model``."""
     keys = sorted((k for k in model if in_range(k, lo, hi)), reverse=reverse)
     return [(k, model[k]) for k in keys]
-
-
-def fill(engine, pairs):
-    with engine.begin(write=True) as txn:
-        for key, value in pairs:
-            txn.put(key, value)
 
 
 # --- basic operations -----------------------------------------------------
@@ -191,7 +152,7 @@ def test_transaction_attributes(engine):
         assert txn.engine is engine
         assert txn.write is False
         assert txn.state == 'open'
-        assert isinstance(txn, Transaction)
+        assert isinstance(txn, EngineTransaction)
     assert txn.state == 'committed'
     with engine.begin(write=True) as txn:
         assert txn.write is True
@@ -313,7 +274,7 @@ def test_read_transaction_is_a_snapshot(engine):
 
 
 def test_engine_iterator_keeps_its_snapshot(engine):
-    # More keys than ListEngine fetches per step, so commits land mid-scan.
+    # More keys than MemoryEngine fetches per step, so commits land mid-scan.
     model = {b'%04d' % i: b'old' for i in range(300)}
     fill(engine, model.items())
     forward = engine.items()
@@ -557,16 +518,6 @@ def test_close_inside_with_block_reports_lost_writes(engine):
             engine.close()
 
 
-def test_engine_is_a_context_manager(tmp_path):
-    with make_engine('plyvel', tmp_path) as eng:
-        eng.put(b'k', b'v')
-    assert eng.closed
-    with pytest.raises(EngineClosedError):
-        eng.get(b'k')
-    with make_engine('plyvel', tmp_path) as again:  # the lock was released
-        assert again.get(b'k') == b'v'
-
-
 def test_close_wakes_a_blocked_writer(engine):
     held = engine.begin(write=True)
     result = []
@@ -698,108 +649,6 @@ def test_random_operations_match_a_dict(engine, seed):
     run_random_operations(engine, seed, steps=250)
 
 
-# --- ListEngine internals ---------------------------------------------------
-
-def test_list_engine_history_is_versioned_and_dropped():
-    eng = ListEngine()
-    eng.put(b'k', b'v0')
-    r0 = eng.begin()
-    eng.put(b'k', b'v1')
-    r1 = eng.begin()
-    eng.delete(b'k')
-    r2 = eng.begin()
-    eng.put(b'k', b'v3')
-    assert [r.get(b'k') for r in (r0, r1, r2)] == [b'v0', b'v1', None]
-    assert [list(r.keys()) for r in (r0, r1, r2)] == [[b'k'], [b'k'], []]
-    assert eng.get(b'k') == b'v3'
-    assert len(eng._history[b'k']) == 3
-    for reader in (r0, r1):
-        reader.abort()
-    assert eng._history  # r2 still needs it
-    r2.commit()
-    assert not eng._history and not eng._readers
-    eng.put(b'k', b'v4')  # with no reader open nothing is recorded
-    assert not eng._history
-
-
-def test_list_engine_iterator_releases_its_reader():
-    eng = ListEngine()
-    fill(eng, [(b'a', b'1'), (b'b', b'2')])
-    it = eng.items()
-    assert next(it) == (b'a', b'1')
-    assert sum(eng._readers.values()) == 1
-    it.close()
-    assert not eng._readers
-    list(eng.keys())
-    assert not eng._readers
-
-
-def test_list_engine_forgotten_transaction_is_released():
-    eng = ListEngine()
-    eng.begin(write=True).put(b'k', b'v')  # never committed, then collected
-    eng.begin()
-    assert not eng._readers
-    eng.put(b'k', b'w')  # the writer lock was released
-    assert eng.get(b'k') == b'w'
-
-
-def test_merge_overlay_directly():
-    overlay = SortedDict({b'b': b'B', b'c': TOMBSTONE, b'e': b'E'})
-    base = [(b'a', b'1'), (b'c', b'3'), (b'd', b'4')]
-    assert list(merge_overlay(overlay, iter(base))) == \
-        [(b'a', b'1'), (b'b', b'B'), (b'd', b'4'), (b'e', b'E')]
-    assert list(merge_overlay(overlay, iter(base[::-1][:2]), hi=b'e',
-                              reverse=True)) == [(b'd', b'4'), (b'b', b'B')]
-
-
-# --- PlyvelEngine -----------------------------------------------------------
-
-def test_plyvel_missing_database(tmp_path):
-    pytest.importorskip('plyvel')
-    path = str(tmp_path / 'absent')
-    with pytest.raises(DatabaseNotFoundError) as info:
-        PlyvelEngine(path)
-    assert isinstance(info.value, FileNotFoundError)
-    assert path in str(info.value)
-    assert 'create_if_missing=True' in str(info.value)
-
-
-def test_plyvel_locked_by_another_handle(tmp_path):
-    pytest.importorskip('plyvel')
-    path = str(tmp_path / 'db')
-    with PlyvelEngine(path, create_if_missing=True):
-        with pytest.raises(DatabaseLockedError) as info:
-            PlyvelEngine(path)
-        assert isinstance(info.value, OSError)
-        assert path in str(info.value)
-    with PlyvelEngine(path) as eng:  # free again once closed
-        assert list(eng.items()) == []
-
-
-def test_plyvel_locked_by_another_process(tmp_path):
-    pytest.importorskip('plyvel')
-    path = str(tmp_path / 'db')
-    code = ('import plyvel, sys\n'
-            'db = plyvel.DB(sys.argv[1], create_if_missing=True)\n'
-            'print("ready", flush=True)\n'
-            'sys.stdin.read()\n'
-            'db.close()\n')
-    proc = subprocess.Popen([sys.executable, '-c', code, path],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            text=True)
-    try:
-        assert proc.stdout.readline().strip() == 'ready'
-        with pytest.raises(DatabaseLockedError, match='locked'):
-            PlyvelEngine(path)
-    finally:
-        proc.stdin.close()
-        proc.wait(timeout=30)
-    assert proc.returncode == 0
-    with PlyvelEngine(path) as eng:
-        eng.put(b'k', b'v')
-        assert eng.get(b'k') == b'v'
-
-
 @pytest.mark.parametrize('kind', ['plyvel', 'lmdb'])
 def test_reopen_keeps_committed_data_only(tmp_path, kind):
     eng = make_engine(kind, tmp_path)
@@ -822,261 +671,18 @@ def test_reopen_keeps_committed_data_only(tmp_path, kind):
         eng.close()
 
 
-# --- LmdbEngine -------------------------------------------------------------
-
-def test_lmdb_missing_database(tmp_path):
-    pytest.importorskip('lmdb')
-    path = str(tmp_path / 'absent')
-    with pytest.raises(DatabaseNotFoundError) as info:
-        LmdbEngine(path, create_if_missing=False)
-    assert isinstance(info.value, FileNotFoundError)
-    assert path in str(info.value)
-    assert 'create_if_missing=True' in str(info.value)
-    assert not (tmp_path / 'absent').exists()
-
-
-def test_lmdb_open_twice_in_process(tmp_path):
-    pytest.importorskip('lmdb')
-    with LmdbEngine(tmp_path / 'db', sync=False):
-        with pytest.raises(DatabaseLockedError, match='already open'):
-            LmdbEngine(tmp_path / 'db')
-
-
-def test_lmdb_map_full_aborts_with_actionable_error(tmp_path):
-    pytest.importorskip('lmdb')
-    eng = LmdbEngine(tmp_path / 'db', map_size=64 << 10, autogrow=False,
-                     sync=False)
-    try:
-        eng.put(b'before', b'1')
-        with pytest.raises(MapFullError) as info:
-            with eng.begin(write=True) as txn:
-                for i in range(2000):
-                    txn.put(b'%06d' % i, b'x' * 100)
-        message = str(info.value)
-        assert 'map_size=65536' in message and 'larger map_size' in message
-        assert isinstance(info.value, OSError)
-        assert txn.state == 'aborted'
-        assert list(eng.items()) == [(b'before', b'1')]
-        with pytest.raises(MapFullError):
-            eng.put(b'big', b'x' * 200_000)
-        assert eng.get(b'big') is None
-        eng.put(b'after', b'2')  # the engine is still usable
-        assert eng.get(b'after') == b'2'
-    finally:
-        eng.close()
-
-
-def test_lmdb_autogrow(tmp_path):
-    pytest.importorskip('lmdb')
-    eng = LmdbEngine(tmp_path / 'db', map_size=64 << 10, sync=False)
-    try:
-        for t in range(100):
-            with eng.begin(write=True) as txn:
-                for i in range(20):
-                    txn.put(b'%03d-%02d' % (t, i), b'x' * 100)
-        assert eng.map_size > 64 << 10
-        assert sum(1 for _ in eng.keys()) == 2000
-        # An engine-level put larger than the map grows it and retries.
-        eng.put(b'big', b'y' * 1_000_000)
-        assert eng.get(b'big') == b'y' * 1_000_000
-    finally:
-        eng.close()
-
-
-def test_lmdb_map_size_after_close_raises_engine_closed(tmp_path):
-    """map_size after close() raised a raw lmdb.Error."""
-    pytest.importorskip('lmdb')
-    eng = LmdbEngine(tmp_path / 'db', map_size=1 << 20, sync=False)
-    assert eng.map_size == 1 << 20
-    eng.close()
-    with pytest.raises(EngineClosedError, match='closed'):
-        eng.map_size
-
-
-def test_lmdb_key_size_limit(tmp_path):
-    pytest.importorskip('lmdb')
-    with LmdbEngine(tmp_path / 'db', sync=False) as eng:
-        longest = b'k' * eng.max_key_size
-        eng.put(longest, b'v')
-        assert eng.get(longest) == b'v'
-        with pytest.raises(EngineError, match='too long'):
-            eng.put(longest + b'k', b'v')
-        assert eng.get(longest + b'k') is None
-        eng.delete(longest + b'k')
-        assert list(eng.keys()) == [longest]
-
-
-# --- wrappers ---------------------------------------------------------------
-
-def test_trace_engine_records_calls():
-    lines = []
-    eng = TraceEngine(ListEngine(), log=lines.append)
-    eng.put(b'a', b'1')
-    assert eng.get(b'a') == b'1'
-    with eng.begin(write=True) as txn:
-        txn.put(b'b', b'2')
-        txn.delete(b'a')
-        assert list(txn.items(b'a')) == [(b'b', b'2')]
-    assert list(eng.keys()) == [b'b']
-    eng.close()
-    assert eng.calls == [
-        ('put', (b'a', b'1')),
-        ('get', (b'a',)),
-        ('begin', (True,)),
-        ('txn.put', (b'b', b'2')),
-        ('txn.delete', (b'a',)),
-        ('txn.items', (b'a', None, False)),
-        ('txn.commit', ()),
-        ('keys', (None, None, False)),
-        ('close', ()),
-    ]
-    assert eng.counts['put'] == 1 and eng.counts['txn.commit'] == 1
-    assert lines[0] == "put(b'a', b'1')"
-    assert lines[5] == "txn.items(b'a', None, False)"
-    assert eng.inner.closed
-
-
-def test_wrapper_forwards_first_and_trace_records_it():
-    """first() was neither forwarded (the wrapper iterated with items(), so
-    the inner engine's seek went unused) nor traced."""
-    inner = TraceEngine(ListEngine())
-    eng = TraceEngine(inner)
-    eng.put(b'a', b'1')
-    eng.put(b'b', b'2')
-    inner.calls.clear()
-    with eng.begin() as txn:
-        assert txn.first(b'a\x00') == (b'b', b'2')
-        assert txn.first(hi=b'b', reverse=True) == (b'a', b'1')
-        with pytest.raises(TypeError):
-            txn.first('a')                  # checked before forwarding
-    assert eng.first(b'c') is None
-    assert [call for call in eng.calls if 'first' in call[0]] == [
-        ('txn.first', (b'a\x00', None, False)),
-        ('txn.first', (None, b'b', True)),
-        ('txn.first', ('a', None, False)),
-        ('first', (b'c', None, False)),
-    ]
-    assert [name for name, _ in inner.calls] == [
-        'begin', 'txn.first', 'txn.first', 'txn.commit', 'first']
-    with pytest.raises(TransactionError):
-        txn.first()
-    eng.close()
-    with pytest.raises(EngineClosedError):
-        eng.first()
-
-
-class Injected(Exception):
-    """The fault a FaultyEngine raises."""
-
-
-class FaultyTransaction(WrapperTransaction):
-    def put(self, key, value):
-        if key == b'fail':
-            raise Injected(key)
-        super().put(key, value)
-
-
-class FaultyEngine(WrapperEngine):
-    transaction_class = FaultyTransaction
-
-    def put(self, key, value):
-        if key == b'fail':
-            raise Injected(key)
-        super().put(key, value)
-
-
-def test_fault_injection_leaves_nothing_written(engine):
-    faulty = FaultyEngine(engine)
-    faulty.put(b'ok', b'1')
-    with pytest.raises(Injected):
-        with faulty.begin(write=True) as txn:
-            txn.put(b'a', b'2')
-            txn.delete(b'ok')
-            txn.put(b'fail', b'3')
-    assert txn.state == 'aborted'
-    with pytest.raises(Injected):
-        faulty.put(b'fail', b'4')
-    assert list(faulty.items()) == [(b'ok', b'1')]
-    assert list(engine.items()) == [(b'ok', b'1')]
-    faulty.close()
-    assert engine.closed
-
-
-def test_wrapper_requires_an_engine():
-    with pytest.raises(TypeError, match='inner must be an Engine'):
-        WrapperEngine({})
-
-
 # --- registry ---------------------------------------------------------------
 
 def test_get_engine_class():
     assert get_engine_class('ListEngine') is ListEngine
+    assert get_engine_class('MemoryEngine') is MemoryEngine is ListEngine
     assert get_engine_class('LmdbEngine') is LmdbEngine
     assert get_engine_class(PlyvelEngine) is PlyvelEngine
-    assert set(ENGINES) == {'ListEngine', 'LmdbEngine', 'PlyvelEngine'}
+    assert Transaction is EngineTransaction
+    assert set(ENGINES) == {'ListEngine', 'LmdbEngine', 'MemoryEngine', 'PlyvelEngine'}
     assert all(issubclass(cls, Engine) for cls in ENGINES.values())
-    with pytest.raises(ValueError, match='known engines: ListEngine, LmdbEngine, PlyvelEngine'):
+    with pytest.raises(ValueError, match='known engines: ListEngine, LmdbEngine, '
+                                         'MemoryEngine, PlyvelEngine'):
         get_engine_class('nosuch')
     with pytest.raises(TypeError):
         get_engine_class(42)
-
-
-def test_plyvel_compact_keeps_the_data_and_refuses_after_close(tmp_path):
-    pytest.importorskip('plyvel')
-    eng = PlyvelEngine(tmp_path / 'db', create_if_missing=True)
-    with eng.begin(write=True) as txn:
-        for i in range(2000):
-            txn.put(b'k%05d' % i, b'v' * 100)
-        txn.delete(b'k00007')
-    eng.compact()
-    assert eng.get(b'k00006') == b'v' * 100 and eng.get(b'k00007') is None
-    assert sum(1 for _ in eng.keys()) == 1999
-    eng.close()
-    with pytest.raises(EngineClosedError):
-        eng.compact()
-
-
-def test_plyvel_commit_of_writes_and_deletes_keeps_their_order(tmp_path):
-    """The commit writes the log in order, deletes included."""
-    pytest.importorskip('plyvel')
-    with PlyvelEngine(tmp_path / 'db', create_if_missing=True) as eng:
-        with eng.begin(write=True) as txn:
-            txn.put(b'a', b'1')
-            txn.delete(b'a')
-            txn.put(b'b', b'1')
-            txn.delete(b'b')
-            txn.put(b'b', b'2')
-        assert list(eng.items()) == [(b'b', b'2')]
-        with eng.begin(write=True) as txn:
-            txn._put_many([(b'c', b'3'), (b'c', b'4')])
-        assert list(eng.items()) == [(b'b', b'2'), (b'c', b'4')]
-
-
-GROW_IN_ANOTHER_PROCESS = '''
-import sys
-from centidb.engines import LmdbEngine
-eng = LmdbEngine(sys.argv[1], map_size=1 << 20, autogrow=True, sync=False)
-for n in range(8):
-    with eng.begin(write=True) as txn:
-        for i in range(500):
-            txn.put(b'%d-%05d' % (n, i), b'x' * 1000)
-print(eng.map_size)
-eng.close()
-'''
-
-
-def test_lmdb_follows_a_map_another_process_grew(tmp_path):
-    """After another process grows the map, begin() raised lmdb.MapResizedError."""
-    pytest.importorskip('lmdb')
-    path = str(tmp_path / 'db')
-    eng = LmdbEngine(path, map_size=1 << 20, autogrow=True, sync=False)
-    eng.put(b'mine', b'1')
-    grown = subprocess.run([sys.executable, '-c', GROW_IN_ANOTHER_PROCESS, path],
-                           capture_output=True, text=True, timeout=60)
-    assert grown.returncode == 0, grown.stderr
-    assert int(grown.stdout) > 1 << 20
-    assert eng.get(b'mine') == b'1'
-    with eng.begin() as txn:
-        assert txn.get(b'7-00499') == b'x' * 1000
-    assert eng.map_size == int(grown.stdout)
-    eng.close()

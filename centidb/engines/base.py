@@ -1,0 +1,546 @@
+"""The engine base classes: :class:`Engine` and :class:`EngineTransaction`.
+
+They hold what every engine shares: argument and state checks, the writer
+lock, the auto-commit engine methods and invalidation on close. The
+interface they implement is described in :mod:`centidb.engines`.
+"""
+
+import threading
+import weakref
+
+from centidb.errors import EngineClosedError, TransactionError
+
+__all__ = ['Engine', 'EngineTransaction', 'Transaction']
+
+# Transaction states, as reported by EngineTransaction.state.
+_OPEN = 'open'
+_COMMITTED = 'committed'
+_ABORTED = 'aborted'
+_CLOSED = 'closed'  # the engine was closed while the transaction was open
+
+
+def _not_bytes(name, value):
+    raise TypeError(f'{name} must be bytes, not {type(value).__name__}')
+
+
+def _bad_key(key):
+    """Raise the error for a key that is not non-empty bytes."""
+    if type(key) is not bytes:
+        _not_bytes('key', key)
+    raise ValueError('key must not be empty: engines store non-empty keys only')
+
+
+def _check_bounds(lo, hi):
+    if lo is not None and type(lo) is not bytes:
+        _not_bytes('lo', lo)
+    if hi is not None and type(hi) is not bytes:
+        _not_bytes('hi', hi)
+
+
+class EngineTransaction:
+    """A transaction on an :class:`Engine`; see :mod:`centidb.engines`.
+
+    Subclasses implement ``_get``, ``_put``, ``_delete``, ``_items``,
+    ``_commit`` and ``_abort``; the public methods check arguments and state
+    first. ``_commit`` and ``_abort`` must release the transaction's
+    resources, also when ``_commit`` fails. Made by :meth:`Engine.begin`;
+    the arguments are kept as attributes of the same names.
+
+    Every method except :meth:`abort` raises
+    :class:`~centidb.errors.TransactionError` once the transaction has
+    ended, and :class:`~centidb.errors.EngineClosedError` once the engine is
+    closed; iterators check this before each step.
+
+    :param engine: the :class:`Engine` that began it.
+    :param write: True if it may write.
+    """
+
+    def __init__(self, engine, write):
+        self.engine = engine
+        self.write = bool(write)
+        #: Counts puts and deletes: iterators that cache anything compare
+        #: it to notice the transaction's own writes.
+        self.writes = 0
+        #: A callable ``(key) -> value or None`` that skips every check, for
+        #: callers that pass non-empty bytes keys no longer than the engine's
+        #: ``max_key_size``; ``None`` when :meth:`get` must be used. Engines
+        #: set it while it is valid and reset it when the transaction ends.
+        self._fast_get = None
+        #: Likewise a callable ``(pairs)`` that stores a list of ``(key,
+        #: value)`` pairs with no checks; the caller first adds
+        #: ``len(pairs)`` to :attr:`writes`, and passes any exception it
+        #: raises to :meth:`_put_many_failed`. ``None``: use ``_put_many``.
+        self._fast_put_many = None
+        self._state = _OPEN
+        self._registered = False
+
+    def __repr__(self):
+        kind = 'write' if self.write else 'read'
+        return f'<{type(self).__name__} {kind} {self.state}>'
+
+    @property
+    def state(self):
+        """``'open'``, ``'committed'``, ``'aborted'``, or ``'closed'``.
+
+        ``'closed'`` means the engine was closed while this was open.
+        """
+        return self._state
+
+    def _raise_unusable(self):
+        if self.engine._closed:
+            raise self.engine._closed_error()
+        raise TransactionError(
+            f'this transaction was already {self._state}; begin a new one')
+
+    def _put_many_failed(self, exc, pairs):
+        """Raise the engine's error for `exc`, raised by ``_fast_put_many(pairs)``."""
+        raise exc
+
+    def _refuse_write(self):
+        """Raise why this transaction cannot write now (ended, or read-only)."""
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        raise TransactionError(
+            'put() in a read-only transaction; use begin(write=True)')
+
+    def get(self, key):
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        return self._get(key)
+
+    def put(self, key, value):
+        """Store `value` under `key`, replacing any previous value.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        :raises TypeError: if `key` or `value` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: in a read-only transaction.
+        :raises ~centidb.errors.EngineError: if the engine cannot store it
+            (:class:`LmdbEngine`: a key longer than :attr:`Engine.max_key_size`,
+            or :class:`~centidb.errors.MapFullError`, which aborts the
+            transaction).
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        if not self.write:
+            raise TransactionError(
+                'put() in a read-only transaction; use begin(write=True)')
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if type(value) is not bytes:
+            _not_bytes('value', value)
+        self._put(key, value)
+        self.writes += 1
+
+    def delete(self, key):
+        """Remove `key`; removing a missing key does nothing.
+
+        :param key: non-empty ``bytes``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: in a read-only transaction.
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        if not self.write:
+            raise TransactionError(
+                'delete() in a read-only transaction; use begin(write=True)')
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        self._delete(key)
+        self.writes += 1
+
+    def items(self, lo=None, hi=None, reverse=False):
+        """Iterate ``(key, value)`` with ``lo <= key < hi``; see the interface.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of ``(key, value)``; it survives writes made
+            through this transaction between steps.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        return self._checked_items(lo, hi, reverse)
+
+    def keys(self, lo=None, hi=None, reverse=False):
+        """Iterate the keys ``lo <= key < hi``, like :meth:`items`.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of keys.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        return _keys_only(self._checked_items(lo, hi, reverse))
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: ``(key, value)``, or ``None`` if the range is empty.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        items = self.items(lo, hi, reverse)
+        try:
+            return next(items, None)
+        finally:
+            items.close()
+
+    def _checked_items(self, lo, hi, reverse):
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        _check_bounds(lo, hi)
+        if lo is not None and hi is not None and lo >= hi:
+            return self._guarded(iter(()))
+        return self._guarded(self._items(lo, hi, bool(reverse)))
+
+    def _guarded(self, it):
+        """Run ``it``, raising if this transaction ends before a next step."""
+        engine = self.engine
+        try:
+            if self._state is not _OPEN or engine._closed:
+                self._raise_unusable()
+            for item in it:
+                yield item
+                if self._state is not _OPEN or engine._closed:
+                    self._raise_unusable()
+        finally:
+            close = getattr(it, 'close', None)
+            if close is not None:
+                close()
+
+    def commit(self):
+        """Make the writes permanent and end the transaction.
+
+        Raises ``TransactionError`` if the transaction already ended. If
+        committing fails, the transaction is aborted and the error raised.
+        """
+        if self.engine._closed:
+            raise self.engine._closed_error()
+        if self._state is not _OPEN:
+            raise TransactionError(
+                f'cannot commit: this transaction was already {self._state}')
+        try:
+            self._commit()
+        except BaseException:
+            self._finish(_ABORTED)
+            raise
+        self._finish(_COMMITTED)
+
+    def abort(self):
+        """Discard the writes and end the transaction.
+
+        Aborting a transaction that already ended (also by the engine's
+        ``close()``) does nothing.
+        """
+        if self._state is not _OPEN:
+            return
+        if self.engine._closed:
+            raise self.engine._closed_error()
+        try:
+            self._abort()
+        finally:
+            self._finish(_ABORTED)
+
+    def _finish(self, state):
+        self._state = state
+        self.engine._transaction_ended(self)
+
+    def _invalidate(self, state):
+        """End the transaction without raising (engine close, garbage)."""
+        if self._state is _OPEN:
+            try:
+                self._abort()
+            except Exception:
+                pass
+            self._finish(state)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        state = self.state
+        if exc_type is None:
+            # A transaction the engine's close() ended raises here: its
+            # writes were lost.
+            if state is _OPEN or state is _CLOSED:
+                self.commit()
+        elif state is _OPEN:
+            self.abort()
+        return False
+
+    def __del__(self):
+        if getattr(self, '_state', None) is _OPEN:
+            self._invalidate(_ABORTED)
+
+    def _put_many(self, pairs):
+        """Store each ``(key, value)`` of the sequence ``pairs``, in order.
+
+        For callers that built valid keys and values themselves (the
+        collection layer): keys and values are not checked, but an ended or
+        read-only transaction raises as :meth:`put` does. Engines override
+        it with a faster path; this one calls :meth:`put`.
+        """
+        for key, value in pairs:
+            self.put(key, value)
+
+    # Implemented by subclasses.
+
+    def _get(self, key):
+        raise NotImplementedError
+
+    def _put(self, key, value):
+        raise NotImplementedError
+
+    def _delete(self, key):
+        raise NotImplementedError
+
+    def _items(self, lo, hi, reverse):
+        raise NotImplementedError
+
+    def _commit(self):
+        raise NotImplementedError
+
+    def _abort(self):
+        raise NotImplementedError
+
+
+def _keys_only(items):
+    try:
+        for key, _ in items:
+            yield key
+    finally:
+        items.close()
+
+
+def _hold_transaction(txn, it):
+    """Yield from ``it``, then end ``txn`` (an engine-level iterator)."""
+    try:
+        yield from it
+    finally:
+        if txn.state is _OPEN:
+            txn.abort()
+
+
+class Engine:
+    """Base class of storage engines; the interface is in :mod:`centidb.engines`.
+
+    Subclasses implement ``_begin(write)`` and ``_close()``. The base class
+    checks state, serializes writers, tracks open transactions (ending them
+    on close), and implements the engine-level ``get/put/delete/items/keys``
+    as auto-commit transactions through :meth:`begin`. After :meth:`close`,
+    every method but ``close()`` raises
+    :class:`~centidb.errors.EngineClosedError`.
+    """
+
+    #: Longest key the engine can store, in bytes (None: no limit).
+    max_key_size = None
+
+    def __init__(self):
+        self._closed = False
+        self._write_lock = threading.Lock()
+        self._writer = None  # ident of the thread holding the write lock
+        self._txns = weakref.WeakSet()
+        self._txns_lock = threading.RLock()
+
+    def _describe(self):
+        return f'{type(self).__name__}()'
+
+    def __repr__(self):
+        return f"<{self._describe()} {'closed' if self._closed else 'open'}>"
+
+    def _closed_error(self):
+        return EngineClosedError(
+            f'{self._describe()} is closed; it cannot be used after close()')
+
+    @property
+    def closed(self):
+        """True once :meth:`close` was called."""
+        return self._closed
+
+    def begin(self, write=False):
+        """Start and return an :class:`EngineTransaction` (see the interface).
+
+        A write transaction waits while another thread holds one.
+
+        :param write: True for a write transaction.
+        :returns: the :class:`EngineTransaction`, also a context manager.
+        :raises ~centidb.errors.TransactionError: if `write` and this thread
+            already holds a write transaction on this engine.
+        :raises ~centidb.errors.EngineError: if the engine cannot start one
+            (:class:`LmdbEngine`: too many open read transactions).
+        """
+        if self._closed:
+            raise self._closed_error()
+        if not write:
+            txn = self._begin(False)
+        else:
+            self._acquire_writer()
+            try:
+                txn = self._begin(True)
+            except BaseException:
+                self._release_writer()
+                raise
+        with self._txns_lock:
+            self._txns.add(txn)
+            txn._registered = True
+        return txn
+
+    def _acquire_writer(self):
+        me = threading.get_ident()
+        if self._writer == me:
+            raise TransactionError(
+                f'this thread already holds an open write transaction on '
+                f'{self._describe()}; commit or abort it before starting '
+                f'another (engine-level put() and delete() start one too: '
+                f'use the open transaction instead)')
+        self._write_lock.acquire()
+        if self._closed:
+            self._write_lock.release()
+            raise self._closed_error()
+        self._writer = me
+
+    def _release_writer(self):
+        self._writer = None
+        self._write_lock.release()
+
+    def _transaction_ended(self, txn):
+        with self._txns_lock:
+            if not txn._registered:
+                return
+            txn._registered = False
+            self._txns.discard(txn)
+        if txn.write:
+            self._release_writer()
+
+    def close(self):
+        """Close the engine and end its open transactions.
+
+        Closing twice does nothing. Do not call it while another thread is
+        using the engine.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        with self._txns_lock:
+            open_txns = list(self._txns)
+        for txn in open_txns:
+            txn._invalidate(_CLOSED)
+        self._close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        self.close()
+        return False
+
+    def get(self, key):
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
+        with self.begin() as txn:
+            return txn.get(key)
+
+    def put(self, key, value):
+        """Store `value` under `key` in a transaction of its own.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        :raises TypeError: if `key` or `value` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        :raises ~centidb.errors.EngineError: if the engine cannot store it,
+            as :meth:`EngineTransaction.put`.
+        """
+        with self.begin(write=True) as txn:
+            txn.put(key, value)
+
+    def delete(self, key):
+        """Remove `key` in a transaction of its own (missing is fine).
+
+        :param key: non-empty ``bytes``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        """
+        with self.begin(write=True) as txn:
+            txn.delete(key)
+
+    def items(self, lo=None, hi=None, reverse=False):
+        """Iterate ``(key, value)`` with ``lo <= key < hi`` in a read txn.
+
+        The read transaction stays open until the iterator is exhausted or
+        closed.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of ``(key, value)``.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        return self._iterate_in_own_txn('items', lo, hi, reverse)
+
+    def keys(self, lo=None, hi=None, reverse=False):
+        """Iterate the keys ``lo <= key < hi``, like :meth:`items`.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of keys.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        return self._iterate_in_own_txn('keys', lo, hi, reverse)
+
+    def _iterate_in_own_txn(self, method, lo, hi, reverse):
+        txn = self.begin()
+        try:
+            it = getattr(txn, method)(lo, hi, reverse)
+        except BaseException:
+            txn.abort()
+            raise
+        return _hold_transaction(txn, it)
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: ``(key, value)``, or ``None`` if the range is empty.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        with self.begin() as txn:
+            return txn.first(lo, hi, reverse)
+
+    # Implemented by subclasses.
+
+    def _begin(self, write):
+        raise NotImplementedError
+
+    def _close(self):
+        raise NotImplementedError
+
+
+#: The old name of :class:`EngineTransaction` (the same class), kept so code
+#: that subclasses or checks ``centidb.engines.Transaction`` keeps working.
+#: ``centidb.Transaction`` is the store's, a different class.
+Transaction = EngineTransaction

@@ -1,0 +1,234 @@
+"""The LevelDB engine, :class:`PlyvelEngine`, through plyvel."""
+
+import collections
+import itertools
+import os
+
+from centidb.engines.base import (
+    _OPEN,
+    Engine,
+    EngineTransaction,
+    _bad_key,
+    _check_bounds,
+)
+from centidb.engines.writelog import TOMBSTONE, _WriteLog, merge_overlay
+from centidb.errors import (
+    DatabaseLockedError,
+    DatabaseNotFoundError,
+    EngineError,
+)
+
+try:
+    import plyvel
+except ImportError:  # pragma: no cover - depends on the installation
+    plyvel = None
+
+__all__ = ['PlyvelEngine']
+
+
+def _plyvel_message(exc):
+    arg = exc.args[0] if exc.args else ''
+    if isinstance(arg, bytes):
+        return arg.decode('utf-8', 'replace')
+    return str(arg)
+
+
+def _plyvel_items(snapshot, lo, hi, reverse):
+    """Iterate a plyvel snapshot over ``[lo, hi)``, closing the iterator.
+
+    In reverse, ``lo`` is checked here: plyvel 1.5 drops the only key of a
+    range when that key equals ``start`` and ``reverse=True``.
+    """
+    if not reverse:
+        it = snapshot.iterator(start=lo, stop=hi)
+        try:
+            yield from it
+        finally:
+            it.close()
+        return
+    it = snapshot.iterator(stop=hi, reverse=True)
+    try:
+        if lo is None:
+            yield from it
+        else:
+            for item in it:
+                if item[0] < lo:
+                    return
+                yield item
+    finally:
+        it.close()
+
+
+class PlyvelEngine(Engine):
+    """A LevelDB database on disk, through plyvel.
+
+    A read transaction is a LevelDB snapshot. A write transaction reads a
+    snapshot plus its pending writes, and ``commit()`` writes them all in one
+    atomic write batch.
+
+    :param name: the database directory (a path), kept as ``path``.
+    :param create_if_missing: create the database (and missing parent
+        directories) if it does not exist.
+    :param sync: make each commit wait for the disk.
+    :param plyvel_options: other keyword options, passed to ``plyvel.DB``.
+    :raises ~centidb.errors.DatabaseNotFoundError: if the database does not
+        exist and `create_if_missing` is false.
+    :raises ~centidb.errors.DatabaseLockedError: if the database is open
+        elsewhere (another process or handle).
+    :raises ~centidb.errors.EngineError: if LevelDB cannot open it for
+        another reason.
+    :raises ImportError: if plyvel is not installed.
+    """
+
+    def __init__(self, name, *, create_if_missing=False, sync=False,
+                 **plyvel_options):
+        if plyvel is None:
+            raise ImportError(
+                'PlyvelEngine needs the plyvel package: pip install plyvel')
+        super().__init__()
+        self.path = os.fspath(name)
+        self.sync = bool(sync)
+        if create_if_missing:
+            parent = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(parent, exist_ok=True)
+        try:
+            self._db = plyvel.DB(
+                self.path, create_if_missing=create_if_missing,
+                **plyvel_options)
+        except plyvel.IOError as exc:
+            message = _plyvel_message(exc)
+            if 'lock' in message.lower():
+                raise DatabaseLockedError(
+                    f'LevelDB database {self.path!r} is locked: another '
+                    f'process or another open handle in this process is '
+                    f'using it ({message})') from exc
+            raise EngineError(
+                f'cannot open LevelDB database {self.path!r}: {message}'
+            ) from exc
+        except plyvel.Error as exc:
+            message = _plyvel_message(exc)
+            if 'does not exist' in message:
+                raise DatabaseNotFoundError(
+                    f'no LevelDB database at {self.path!r}; pass '
+                    f'create_if_missing=True to create one') from exc
+            raise EngineError(
+                f'cannot open LevelDB database {self.path!r}: {message}'
+            ) from exc
+
+    def _describe(self):
+        return f'{type(self).__name__}({self.path!r})'
+
+    def _begin(self, write):
+        return _PlyvelTransaction(self, write)
+
+    def compact(self):
+        """Compact the whole database now, instead of in the background.
+
+        LevelDB merges freshly written data in background threads; reads
+        made meanwhile compete with that work. Benchmarks call this to read
+        a settled database.
+
+        :raises ~centidb.errors.EngineClosedError: after :meth:`close`.
+        """
+        if self._closed:
+            raise self._closed_error()
+        self._db.compact_range()
+
+    def _close(self):
+        self._db.close()
+        self._db = None   # a closed plyvel.DB left for exit time prints an error
+
+    def get(self, key):
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
+        if self._closed:
+            raise self._closed_error()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        return self._db.get(key)
+
+
+class _PlyvelTransaction(_WriteLog, EngineTransaction):
+    """A plyvel snapshot; if writing, also the log of pending writes.
+
+    ``commit()`` writes the log in one atomic WriteBatch. Seeks (``first``)
+    reuse one snapshot iterator while there are no pending writes.
+    """
+
+    def __init__(self, engine, write):
+        super().__init__(engine, write)
+        self._snapshot = engine._db.snapshot()
+        self._read_committed = self._snapshot.get
+        self._seeker = None                     # made by the first first()
+        if write:
+            self._start_log()
+        else:
+            self._log = None
+            self._fast_get = self._snapshot.get
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        if self._log or self._state is not _OPEN or self.engine._closed:
+            return super().first(lo, hi, reverse)
+        _check_bounds(lo, hi)
+        it = self._seeker
+        if it is None:
+            it = self._seeker = self._snapshot.iterator()
+        if reverse:
+            if hi is None:
+                it.seek_to_stop()
+            else:
+                it.seek(hi)
+            try:
+                item = it.prev()
+            except StopIteration:
+                return None
+            if lo is None or item[0] >= lo:
+                return item
+        else:
+            if lo is None:
+                it.seek_to_start()
+            else:
+                it.seek(lo)
+            item = next(it, None)
+            if item is not None and (hi is None or item[0] < hi):
+                return item
+        return None
+
+    def _items(self, lo, hi, reverse):
+        base = _plyvel_items(self._snapshot, lo, hi, reverse)
+        if self._log is None:
+            return base
+        return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
+
+    def _commit(self):
+        try:
+            if self._log:
+                batch = self.engine._db.write_batch(sync=self.engine.sync)
+                put, delete = batch.put, batch.delete
+                if not self._log_deletes:
+                    # The loop runs in C: no bytecode per write.
+                    collections.deque(itertools.starmap(put, self._log), maxlen=0)
+                else:
+                    for key, value in self._log:
+                        if value is TOMBSTONE:
+                            delete(key)
+                        else:
+                            put(key, value)
+                batch.write()
+        finally:
+            self._abort()
+
+    def _abort(self):
+        self._fast_get = None
+        if self._log is not None:
+            self._drop_log()
+        if self._seeker is not None:
+            self._seeker.close()
+            self._seeker = None
+        self._snapshot.close()

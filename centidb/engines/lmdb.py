@@ -1,0 +1,401 @@
+"""The LMDB engine, :class:`LmdbEngine`, through py-lmdb.
+
+``import lmdb`` below is absolute: it gets py-lmdb, never this module.
+"""
+
+import os
+import threading
+
+from centidb.engines.base import (
+    _OPEN,
+    Engine,
+    EngineTransaction,
+    _bad_key,
+    _check_bounds,
+    _not_bytes,
+)
+from centidb.errors import (
+    DatabaseLockedError,
+    DatabaseNotFoundError,
+    EngineError,
+    MapFullError,
+    TransactionError,
+)
+
+try:
+    import lmdb
+except ImportError:  # pragma: no cover - depends on the installation
+    lmdb = None
+
+__all__ = ['DEFAULT_MAP_SIZE', 'LmdbEngine']
+
+#: Default LMDB map size: 64 MiB.
+DEFAULT_MAP_SIZE = 64 << 20
+
+
+class LmdbEngine(Engine):
+    """An LMDB database on disk, through py-lmdb, using its transactions.
+
+    Keys are stored as they are, so they may hold at most
+    :attr:`Engine.max_key_size` bytes (511 by default); a longer key raises
+    :class:`~centidb.errors.EngineError` on ``put``.
+
+    :param path: a directory (pass ``subdir=False`` for a single file).
+    :param map_size: the largest size in bytes the database may reach; a
+        write that does not fit raises :class:`~centidb.errors.MapFullError`
+        and aborts its transaction.
+    :param create_if_missing: create the database if it does not exist.
+    :param autogrow: double the map at ``begin(write=True)`` once more than
+        half of it is used, and let an engine-level ``put()`` that finds the
+        map full grow it and retry once. Growing needs no open transaction in
+        this process, so autogrow is meant for single-process use.
+    :param sync: false trades durability of the last commits for speed.
+    :param lmdb_options: other keyword options, passed to ``lmdb.open``
+        (not ``create``).
+    :raises ~centidb.errors.DatabaseNotFoundError: if the database does not
+        exist and `create_if_missing` is false.
+    :raises ~centidb.errors.DatabaseLockedError: if this process already has
+        the database open.
+    :raises ~centidb.errors.EngineError: if LMDB cannot open it for another
+        reason.
+    :raises ValueError: if `map_size` is not a positive ``int``.
+    :raises TypeError: if ``create`` is passed.
+    :raises ImportError: if lmdb is not installed.
+    """
+
+    def __init__(self, path, *, map_size=DEFAULT_MAP_SIZE,
+                 create_if_missing=True, autogrow=True, sync=True,
+                 **lmdb_options):
+        if lmdb is None:
+            raise ImportError(
+                'LmdbEngine needs the lmdb package: pip install lmdb')
+        if type(map_size) is not int or map_size <= 0:
+            raise ValueError(
+                f'map_size must be a positive int, not {map_size!r}')
+        if 'create' in lmdb_options:
+            raise TypeError(
+                'LmdbEngine takes create_if_missing, not create')
+        super().__init__()
+        self.path = os.fspath(path)
+        self.autogrow = bool(autogrow)
+        subdir = lmdb_options.setdefault('subdir', True)
+        data_file = self.path
+        if subdir:
+            data_file = os.path.join(self.path, 'data.mdb')
+        if not os.path.exists(data_file):
+            if not create_if_missing:
+                raise DatabaseNotFoundError(
+                    f'no LMDB database at {self.path!r}; pass '
+                    f'create_if_missing=True to create one')
+            directory = self.path if subdir else os.path.dirname(self.path)
+            os.makedirs(directory or '.', exist_ok=True)
+        try:
+            self._env = lmdb.open(self.path, map_size=map_size,
+                                  create=create_if_missing, sync=sync,
+                                  **lmdb_options)
+        except lmdb.Error as exc:
+            if 'already open' in str(exc):
+                raise DatabaseLockedError(
+                    f'LMDB database {self.path!r} is already open in this '
+                    f'process; share that engine instead') from exc
+            raise EngineError(
+                f'cannot open LMDB database {self.path!r}: {exc}') from exc
+        self._page_size = self._env.stat()['psize']
+        self.max_key_size = self._env.max_key_size()
+        # LMDB can only resize the map while this process has no open
+        # transaction: count them, and grow under the same lock.
+        self._active = 0
+        self._active_lock = threading.Lock()
+
+    def _describe(self):
+        return f'{type(self).__name__}({self.path!r})'
+
+    @property
+    def map_size(self):
+        """The current size of the memory map in bytes.
+
+        :raises ~centidb.errors.EngineClosedError: after :meth:`close`.
+        """
+        if self._closed:
+            raise self._closed_error()
+        return self._env.info()['map_size']
+
+    def _begin(self, write):
+        if write and self.autogrow:
+            self._grow()
+        with self._active_lock:
+            self._active += 1
+        try:
+            txn = self._env.begin(write=write, buffers=False)
+        except lmdb.MapResizedError as exc:
+            self._release_active()
+            if not self._adopt_map_size():
+                raise EngineError(
+                    f'another process grew the LMDB map of {self.path!r}; it can be '
+                    f'followed only when no transaction or iterator of this '
+                    f'process is open: finish those and retry') from exc
+            return self._begin(write)
+        except lmdb.ReadersFullError as exc:
+            self._release_active()
+            raise EngineError(
+                f'too many read transactions open on LMDB database {self.path!r} '
+                f'(max_readers={self._env.info()["max_readers"]}): close unfinished '
+                f'iterators, or reopen with a larger max_readers=') from exc
+        except BaseException:
+            self._release_active()
+            raise
+        return _LmdbTransaction(self, txn, write)
+
+    def _release_active(self):
+        with self._active_lock:
+            self._active -= 1
+
+    def _adopt_map_size(self):
+        """Follow a map another process grew; False if a transaction is open."""
+        with self._active_lock:
+            if self._active:
+                return False
+            self._env.set_mapsize(0)
+            return True
+
+    def _grow(self, need=0, force=False):
+        """Enlarge the map if over half full (or, if ``force``, anyway).
+
+        Return True if the map grew; False if it did not need to or could
+        not because a transaction is open.
+        """
+        with self._active_lock:
+            if self._active:
+                return False
+            info = self._env.info()
+            size = info['map_size']
+            used = (info['last_pgno'] + 1) * self._page_size + need
+            new_size = size * 2 if force else size
+            while used > new_size // 2:
+                new_size *= 2
+            if new_size == size:
+                return False
+            self._env.set_mapsize(new_size)
+            return True
+
+    def _map_full_error(self):
+        size = self.map_size
+        if self.autogrow:
+            hint = ('autogrow grows the map only between transactions, when '
+                    'none is open in this process')
+        else:
+            hint = 'or pass autogrow=True'
+        return MapFullError(
+            f'LMDB map of {self.path!r} is full at map_size={size} bytes '
+            f'({size / 2**20:g} MiB); the transaction was aborted. Reopen '
+            f'with a larger map_size, e.g. map_size={size * 2} ({hint})')
+
+    def _close(self):
+        self._env.close()
+
+    def get(self, key):
+        """Return the value stored under `key`, or ``None``.
+
+        :param key: non-empty ``bytes``.
+        :returns: the value (``bytes``), or ``None``.
+        :raises TypeError: if `key` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        """
+        if self._closed:
+            raise self._closed_error()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        with self._active_lock:
+            self._active += 1
+        try:
+            with self._env.begin(buffers=False) as txn:
+                return txn.get(key)
+        except lmdb.BadValsizeError:
+            return None  # too long to have been stored
+        except lmdb.MapResizedError:
+            pass    # another process grew the map: the general path follows it
+        finally:
+            self._release_active()
+        return super().get(key)
+
+    def put(self, key, value):
+        """Store `value` under `key`; autogrow grows and retries once.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        :raises TypeError: if `key` or `value` is not ``bytes``.
+        :raises ValueError: if `key` is empty.
+        :raises ~centidb.errors.TransactionError: if this thread holds a
+            write transaction on this engine (use that instead).
+        :raises ~centidb.errors.MapFullError: if the map is full (and could
+            not grow).
+        :raises ~centidb.errors.EngineError: for a key longer than
+            :attr:`Engine.max_key_size`.
+        """
+        try:
+            super().put(key, value)
+            return
+        except MapFullError:
+            if not (self.autogrow
+                    and self._grow(len(key) + len(value), force=True)):
+                raise
+        super().put(key, value)
+
+
+class _LmdbTransaction(EngineTransaction):
+    """A native LMDB transaction."""
+
+    def __init__(self, engine, txn, write):
+        super().__init__(engine, write)
+        self._txn = txn
+        self._cursor = None  # reused by first() and _put_many()
+        self._fast_get = txn.get
+        if write:
+            self._fast_put_many = self._shared_cursor().putmulti
+
+    def _shared_cursor(self):
+        if self._cursor is None:
+            self._cursor = self._txn.cursor()
+        return self._cursor
+
+    def get(self, key):
+        """Return the value stored under ``key``, or ``None``."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        try:
+            return self._txn.get(key)
+        except lmdb.BadValsizeError:
+            return None  # too long to have been stored
+
+    def put(self, key, value):
+        """Store ``value`` under ``key``, replacing any previous value."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if type(value) is not bytes:
+            _not_bytes('value', value)
+        try:
+            self._txn.put(key, value)
+        except lmdb.ReadonlyError:
+            raise TransactionError(
+                'put() in a read-only transaction; use begin(write=True)') from None
+        except lmdb.Error as exc:
+            self._fail(exc, key)
+        self.writes += 1
+
+    def _put_many(self, pairs):
+        if self._state is not _OPEN or not self.write:
+            self._refuse_write()
+        self.writes += len(pairs)   # first: a failure may have written some
+        try:
+            self._shared_cursor().putmulti(pairs)
+        except lmdb.Error as exc:
+            self._put_many_failed(exc, pairs)
+
+    def _put_many_failed(self, exc, pairs):
+        if not isinstance(exc, lmdb.Error):
+            raise exc
+        self._fail(exc, max((key for key, _ in pairs), key=len))
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        _check_bounds(lo, hi)
+        cursor = self._shared_cursor()
+        if reverse:
+            if _seek_before(cursor, hi) and (lo is None or cursor.key() >= lo):
+                return cursor.item()
+        elif cursor.first() if lo is None else cursor.set_range(lo):
+            if hi is None or cursor.key() < hi:
+                return cursor.item()
+        return None
+
+    def _delete(self, key):
+        try:
+            self._txn.delete(key)
+        except lmdb.BadValsizeError:
+            return  # too long to have been stored
+        except lmdb.Error as exc:
+            self._fail(exc, key)
+
+    def _fail(self, exc, key):
+        engine = self.engine
+        if isinstance(exc, lmdb.BadValsizeError):
+            raise EngineError(
+                f'key of {len(key)} bytes is too long for LMDB: at most '
+                f'{engine.max_key_size} bytes') from exc
+        self.abort()
+        if isinstance(exc, lmdb.MapFullError):
+            raise engine._map_full_error() from exc
+        raise EngineError(
+            f'LMDB error in {engine.path!r}, transaction aborted: {exc}'
+        ) from exc
+
+    def _items(self, lo, hi, reverse):
+        cursor = self._txn.cursor()
+        if reverse:
+            found = _seek_before(cursor, hi)
+            while found:
+                key, value = cursor.item()
+                if lo is not None and key < lo:
+                    return
+                mutations = self.writes
+                yield key, value
+                if self.writes != mutations:
+                    found = _seek_before(cursor, key)
+                else:
+                    found = cursor.prev()
+        else:
+            found = cursor.first() if lo is None else cursor.set_range(lo)
+            while found:
+                key, value = cursor.item()
+                if hi is not None and key >= hi:
+                    return
+                mutations = self.writes
+                yield key, value
+                if self.writes != mutations:
+                    found = _seek_after(cursor, key)
+                else:
+                    found = cursor.next()
+
+    def _commit(self):
+        try:
+            self._txn.commit()
+        except lmdb.MapFullError as exc:
+            raise self.engine._map_full_error() from exc
+        except lmdb.Error as exc:
+            raise EngineError(
+                f'LMDB commit failed in {self.engine.path!r}: {exc}') from exc
+        finally:
+            self._release()
+
+    def _abort(self):
+        try:
+            self._txn.abort()
+        finally:
+            self._release()
+
+    def _release(self):
+        if self._txn is not None:
+            self._txn = self._cursor = self._fast_get = self._fast_put_many = None
+            self.engine._release_active()
+
+
+def _seek_after(cursor, key):
+    """Put ``cursor`` on the first key greater than ``key``."""
+    if not cursor.set_range(key):
+        return False
+    if cursor.key() == key:
+        return cursor.next()
+    return True
+
+
+def _seek_before(cursor, key):
+    """Put ``cursor`` on the last key smaller than ``key`` (None: last key)."""
+    if key is None or not cursor.set_range(key):
+        return cursor.last()
+    return cursor.prev()

@@ -1,0 +1,102 @@
+"""PlyvelEngine specifics: opening errors, locking, compaction, commit order."""
+
+import subprocess
+import sys
+
+import pytest
+
+from centidb.engines import PlyvelEngine
+from centidb.errors import (
+    DatabaseLockedError,
+    DatabaseNotFoundError,
+    EngineClosedError,
+)
+
+from engine_helpers import make_engine
+
+
+def test_plyvel_missing_database(tmp_path):
+    pytest.importorskip('plyvel')
+    path = str(tmp_path / 'absent')
+    with pytest.raises(DatabaseNotFoundError) as info:
+        PlyvelEngine(path)
+    assert isinstance(info.value, FileNotFoundError)
+    assert path in str(info.value)
+    assert 'create_if_missing=True' in str(info.value)
+
+
+def test_plyvel_locked_by_another_handle(tmp_path):
+    pytest.importorskip('plyvel')
+    path = str(tmp_path / 'db')
+    with PlyvelEngine(path, create_if_missing=True):
+        with pytest.raises(DatabaseLockedError) as info:
+            PlyvelEngine(path)
+        assert isinstance(info.value, OSError)
+        assert path in str(info.value)
+    with PlyvelEngine(path) as eng:  # free again once closed
+        assert list(eng.items()) == []
+
+
+def test_plyvel_locked_by_another_process(tmp_path):
+    pytest.importorskip('plyvel')
+    path = str(tmp_path / 'db')
+    code = ('import plyvel, sys\n'
+            'db = plyvel.DB(sys.argv[1], create_if_missing=True)\n'
+            'print("ready", flush=True)\n'
+            'sys.stdin.read()\n'
+            'db.close()\n')
+    proc = subprocess.Popen([sys.executable, '-c', code, path],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout.readline().strip() == 'ready'
+        with pytest.raises(DatabaseLockedError, match='locked'):
+            PlyvelEngine(path)
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)
+    assert proc.returncode == 0
+    with PlyvelEngine(path) as eng:
+        eng.put(b'k', b'v')
+        assert eng.get(b'k') == b'v'
+
+
+def test_engine_is_a_context_manager(tmp_path):
+    with make_engine('plyvel', tmp_path) as eng:
+        eng.put(b'k', b'v')
+    assert eng.closed
+    with pytest.raises(EngineClosedError):
+        eng.get(b'k')
+    with make_engine('plyvel', tmp_path) as again:  # the lock was released
+        assert again.get(b'k') == b'v'
+
+
+def test_plyvel_compact_keeps_the_data_and_refuses_after_close(tmp_path):
+    pytest.importorskip('plyvel')
+    eng = PlyvelEngine(tmp_path / 'db', create_if_missing=True)
+    with eng.begin(write=True) as txn:
+        for i in range(2000):
+            txn.put(b'k%05d' % i, b'v' * 100)
+        txn.delete(b'k00007')
+    eng.compact()
+    assert eng.get(b'k00006') == b'v' * 100 and eng.get(b'k00007') is None
+    assert sum(1 for _ in eng.keys()) == 1999
+    eng.close()
+    with pytest.raises(EngineClosedError):
+        eng.compact()
+
+
+def test_plyvel_commit_of_writes_and_deletes_keeps_their_order(tmp_path):
+    """The commit writes the log in order, deletes included."""
+    pytest.importorskip('plyvel')
+    with PlyvelEngine(tmp_path / 'db', create_if_missing=True) as eng:
+        with eng.begin(write=True) as txn:
+            txn.put(b'a', b'1')
+            txn.delete(b'a')
+            txn.put(b'b', b'1')
+            txn.delete(b'b')
+            txn.put(b'b', b'2')
+        assert list(eng.items()) == [(b'b', b'2')]
+        with eng.begin(write=True) as txn:
+            txn._put_many([(b'c', b'3'), (b'c', b'4')])
+        assert list(eng.items()) == [(b'b', b'2'), (b'c', b'4')]
