@@ -8,8 +8,10 @@ in :mod:`centidb.engines`, record encoders and packers in
 :mod:`centidb.encodings`, exceptions in :mod:`centidb.errors`.
 """
 
-from centidb.collection import Collection, Index, Record
+from centidb.collection import Collection
+from centidb.index import Index
 from centidb.keylib import Desc
+from centidb.records import Record
 from centidb.store import Store, Transaction, open
 
 __version__ = '0.1.0'
