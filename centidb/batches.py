@@ -185,7 +185,7 @@ class BatchView:
         """
         return self.packer_of(stored[0]).decode(stored[1:])
 
-    def raw_members(self, stored):
+    def encoded_members(self, stored):
         """A stored batch's members: ``(packed key without prefix, encoded value)``.
 
         :param stored: a stored batch.
@@ -198,7 +198,7 @@ class BatchView:
         :param stored: a stored batch.
         """
         prefix, header = self.prefix, self.plain_header
-        return [(prefix + key, header + value) for key, value in self.raw_members(stored)]
+        return [(prefix + key, header + value) for key, value in self.encoded_members(stored)]
 
     # --- reading -------------------------------------------------------------------
 
@@ -357,7 +357,7 @@ class BatchView:
         start = len(self.prefix)
         for key_bytes, stored in etxn.items(lo, self.end):
             if stored[0] & BATCH_FLAG:
-                members = self.raw_members(stored)
+                members = self.encoded_members(stored)
                 if self.prefix + members[0][0] >= hi:
                     break
                 records.extend(members)
@@ -410,7 +410,7 @@ class BatchView:
         if found is None:
             return None
         physical_key, stored = found
-        members = self.raw_members(stored)      # names a missing packer clearly
+        members = self.encoded_members(stored)      # names a missing packer clearly
         packer_id = batch_packer_id(stored)
         packer = self.packer_of(packer_id)
         key = key_bytes[len(self.prefix):]

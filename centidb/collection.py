@@ -20,7 +20,7 @@ from centidb.query import Queryable, check_query, key_range, query_doc, readonly
 from centidb.records import Record, Records, as_key
 from centidb.txn import Transaction
 
-__all__ = ['Collection', 'Index', 'Record']
+__all__ = ['Collection']
 
 
 class Collection(Queryable):

@@ -46,7 +46,7 @@ def open(engine, **engine_kwargs):  # noqa: A001 - the documented API name
     engine is closed before the error propagates.
 
     :param engine: an :class:`~centidb.engines.Engine` subclass or its name
-        in :data:`~centidb.engines.ENGINES` (``'ListEngine'``,
+        in :data:`~centidb.engines.ENGINES` (``'MemoryEngine'``,
         ``'PlyvelEngine'``, ``'LmdbEngine'``).
     :param engine_kwargs: keyword arguments for the engine's constructor.
     :returns: the :class:`Store`.
