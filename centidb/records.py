@@ -265,8 +265,10 @@ class RecordReader:
     :param txn_class: :class:`~centidb.txn.Transaction`.
     :param prefix: the collection's key prefix.
     :param plain_id: the id of the plain packer (no compression).
-    :param decode_plain: the encoder's ``decode``.
-    :param decode: ``decode(stored)`` for any stored value.
+    :param decode_plain: the encoder's ``decode``; with `plain_id`, the
+        compiled twin decodes plain records inline.
+    :param decode: ``decode(stored)`` for any stored value (the pure
+        version uses only this).
     :param limit: the engine's longest key, or None.
     :param batched: True if the collection holds batches.
     :param batch_get: ``batch_get(engine txn, key bytes)`` reads a record
@@ -300,11 +302,6 @@ class RecordReader:
             return etxn.get(key_bytes)
         return fast_get(key_bytes)
 
-    def _decode(self, stored):
-        if stored[0] == self.plain_id:      # the common case, without a call
-            return self.decode_plain(stored[1:])
-        return self.decode(stored)
-
     def get(self, txn, key, default):
         """Return the value stored under `key`, or `default`.
 
@@ -318,7 +315,7 @@ class RecordReader:
         key_bytes = keylib.packs(as_key(key), self.prefix)
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
         stored = self._stored(etxn, key_bytes)
-        return default if stored is None else self._decode(stored)
+        return default if stored is None else self.decode(stored)
 
     def index_get(self, txn, index_prefix, index_name, x, default):
         """Return the value of the first record whose index tuple is `x`.
@@ -343,7 +340,7 @@ class RecordReader:
         stored = self._stored(etxn, key_bytes)
         if stored is None:
             raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
-        return self._decode(stored)
+        return self.decode(stored)
 
     def index_records(self, index_prefix, index_name, items, etxn, lo, hi, reverse):
         """Iterate the records the entries of an index in ``[lo, hi)`` point at.
@@ -373,9 +370,9 @@ class RecordReader:
                 if stored is None:
                     raise self.missing(index_name, parts[1])
             if items:
-                yield parts[0], self._decode(stored)
+                yield parts[0], self.decode(stored)
             else:
-                yield self._decode(stored)
+                yield self.decode(stored)
 
 
 class Records:
