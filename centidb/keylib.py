@@ -586,6 +586,9 @@ def available_implementations():
 #: The active implementation, ``'speedups'`` or ``'python'`` (chosen by
 #: :mod:`centidb.impl`).
 IMPL = impl.IMPL
+#: The active compiled module, or None (the older name of
+#: :data:`centidb.impl.COMPILED`).
+SPEEDUPS = impl.COMPILED
 packs = impl.choose(packs)
 unpacks = impl.choose(unpacks)
 unpacks_list = impl.choose(unpacks_list)
