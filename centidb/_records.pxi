@@ -166,13 +166,13 @@ cdef class RecordReader:
     """Mirrors centidb.records.RecordReader."""
 
     cdef readonly object txns, txn_class, decode_plain, decode, limit
-    cdef readonly object batch_get, missing, corrupt_entry
+    cdef readonly object batch_get, missing, corrupt_entry, corrupt_record
     cdef readonly bytes prefix
     cdef readonly int plain_id
     cdef readonly bint batched
 
     def __init__(self, txns, txn_class, prefix, plain_id, decode_plain, decode, limit,
-                 batched, batch_get, missing, corrupt_entry):
+                 batched, batch_get, missing, corrupt_entry, corrupt_record):
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -184,6 +184,7 @@ cdef class RecordReader:
         self.batch_get = batch_get
         self.missing = missing
         self.corrupt_entry = corrupt_entry
+        self.corrupt_record = corrupt_record
 
     cdef object stored(self, etxn, bytes key_bytes):
         if self.batched:
@@ -194,21 +195,26 @@ cdef class RecordReader:
             return etxn.get(key_bytes)
         return fast_get(key_bytes)
 
-    cdef object decode_stored(self, stored):
-        if type(stored) is bytes:
-            if (PyBytes_GET_SIZE(stored)
-                    and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id):
+    cdef object decode_stored(self, key_bytes, stored):
+        try:
+            if type(stored) is bytes:
+                if (PyBytes_GET_SIZE(stored)
+                        and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id):
+                    return self.decode_plain(stored[1:])
+            elif stored[0] == self.plain_id:
                 return self.decode_plain(stored[1:])
-        elif stored[0] == self.plain_id:
-            return self.decode_plain(stored[1:])
-        return self.decode(stored)
+            return self.decode(stored)
+        except CentiError:
+            raise
+        except Exception as exc:
+            raise self.corrupt_record(key_bytes, exc) from exc
 
     def get(self, txn, key, default):
         """Mirrors centidb.records.RecordReader.get."""
         key_bytes = pack_entry(as_key(key), self.prefix, b'')
         stored = self.stored(checked_engine_txn(self.txns, self.txn_class, txn, False),
                              key_bytes)
-        return default if stored is None else self.decode_stored(stored)
+        return default if stored is None else self.decode_stored(key_bytes, stored)
 
     def index_get(self, txn, bytes index_prefix, index_name, x, default):
         """Mirrors centidb.records.RecordReader.index_get."""
@@ -222,7 +228,7 @@ cdef class RecordReader:
         stored = self.stored(etxn, key_bytes)
         if stored is None:
             raise self.missing(index_name, unpacks(key_bytes, self.prefix))
-        return self.decode_stored(stored)
+        return self.decode_stored(key_bytes, stored)
 
     def index_records(self, bytes index_prefix, index_name, bint items, etxn, lo, hi,
                       reverse):
@@ -238,6 +244,6 @@ cdef class RecordReader:
                 if stored is None:
                     raise self.missing(index_name, parts[1])
             if items:
-                yield parts[0], self.decode_stored(stored)
+                yield parts[0], self.decode_stored(key_bytes, stored)
             else:
-                yield self.decode_stored(stored)
+                yield self.decode_stored(key_bytes, stored)

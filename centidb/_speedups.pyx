@@ -24,7 +24,7 @@ import uuid as _uuid
 
 cimport cython
 
-from centidb.errors import CorruptKeyError, KeyEncodingError, UnsupportedKeyTypeError
+from centidb.errors import CentiError, CorruptKeyError, KeyEncodingError, UnsupportedKeyTypeError
 from centidb.keyformat import Desc
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

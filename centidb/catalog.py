@@ -9,7 +9,7 @@ Layout (also in ``docs/format.rst``):
 * ``(0, 'index', collection id, name)``: an index's prefix id;
 * ``(0, 'encoder', name)``: the persistent id of an encoder or packer;
 * ``(0, 'counter', name)``: a counter's value; ``(0, 'sys', ...)``: the
-  store's own id counters.
+  store's own id counters and the metadata generation.
 
 The :class:`Catalog` reads and writes these records, and keeps this
 process's registry of encoders and packers (persistent id <-> name <->
@@ -21,9 +21,11 @@ import json
 import threading
 
 from centidb import encodings, keylib
-from centidb.errors import StoreFormatError, UnknownEncoderError
+from centidb.errors import (
+    CorruptKeyError, PickleNotAllowedError, StoreFormatError, UnknownEncoderError,
+)
 
-__all__ = ['Catalog', 'FORMAT_NAME', 'FORMAT_VERSION', 'MAX_ENCODER_ID']
+__all__ = ['Catalog', 'FORMAT_NAME', 'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
 
 #: Written to ``(0, 'format')`` when a store is created.
 FORMAT_NAME = 'centidb'
@@ -34,6 +36,7 @@ MAX_ENCODER_ID = 0x7F
 
 _META = 0
 _FORMAT_KEY = keylib.packs((_META, 'format'))
+_GENERATION_KEY = keylib.packs((_META, 'sys', 'generation'))
 _PREFIX_COUNTER = (_META, 'sys', 'prefix')
 _ENCODER_COUNTER = (_META, 'sys', 'encoder')
 
@@ -46,57 +49,95 @@ def _dump(info):
     return json.dumps(info, sort_keys=True).encode('utf-8')
 
 
-def _load(data):
-    return json.loads(data.decode('utf-8'))
+def _load(data, what):
+    """The JSON object stored for metadata `what`; StoreFormatError if unreadable."""
+    try:
+        info = json.loads(bytes(data).decode('utf-8'))
+    except ValueError as exc:
+        raise StoreFormatError(f'the metadata of {what} is unreadable ({exc}): '
+                               f'{bytes(data)[:80]!r}') from None
+    if not isinstance(info, dict):
+        raise StoreFormatError(f'the metadata of {what} is not an object: {info!r:.80}')
+    return info
 
 
-def _bump(etxn, key, n, init):
-    """Return the int stored under `key` (or `init`), then add `n` to it."""
+def _field(info, name, kind, what):
+    value = info.get(name)
+    if type(value) is not kind:
+        raise StoreFormatError(f'the metadata of {what} has no valid {name!r} '
+                               f'(a {kind.__name__}): {info!r:.120}')
+    return value
+
+
+def _int_at(etxn, key, what):
+    """The int stored under `key` (packed as a key), None if absent."""
     stored = etxn.get(key)
-    value = init if stored is None else keylib.unpacks(stored)[0]
+    if stored is None:
+        return None
+    try:
+        value = keylib.unpacks(stored)
+    except CorruptKeyError as exc:
+        raise StoreFormatError(f'{what} is unreadable ({exc})') from None
+    if len(value) != 1 or type(value[0]) is not int:
+        raise StoreFormatError(f'{what} holds {value!r:.80}, not an int')
+    return value[0]
+
+
+def _bump(etxn, key, n, init, what):
+    """Return the int stored under `key` (or `init`), then add `n` to it."""
+    value = _int_at(etxn, key, what)
+    if value is None:
+        value = init
     if n:
         etxn.put(key, keylib.packs(value + n))
     return value
 
 
-class Catalog:
-    """A store's metadata and this process's encoder registry.
+#: The key kinds a collection records: how its records get their keys.
+KEY_KINDS = ('key_func', 'txn_key_func', 'auto')
 
-    Checks the format record of the engine, or writes one on an empty
-    engine, and makes sure every built-in encoder has its id.
+
+class Catalog:
+    """A store's metadata and this process's cached view of it.
+
+    The cache (encoder ids, and the collections the store keeps) is checked
+    against the stored *generation*, a number every metadata change bumps,
+    when each write transaction begins (:meth:`refresh`), so ids are always
+    assigned inside the write transaction that records them and several
+    processes end with the same ids. On an empty engine the format record
+    and the built-in encoders' ids are written in one write transaction.
 
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
     :raises ~centidb.errors.StoreFormatError: if the engine holds data that
-        is not a centidb store, or a store of another format or version.
+        is not a centidb store, or a store of another format or version, or
+        unreadable metadata.
     """
 
     def __init__(self, txns):
         self._txns = txns
         self.engine = txns.engine
-        #: Guards the registry; taken after the engine's writer lock.
+        #: Guards the cache; taken after the engine's writer lock.
         self.lock = threading.RLock()
-        self._encoders = {}        # name -> Encoder registered in this session
-        self._encoder_ids = {}     # name -> persistent id (all in metadata)
+        self.generation = None      # as last read; None: reload at the next refresh
+        self._encoders = {enc.name: enc for enc in encodings.BUILTIN_ENCODERS
+                          if enc is not encodings.PICKLE_ENCODER}
+        self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
+        self._encoder_ids = {}     # name -> persistent id
         self._encoder_names = {}   # persistent id -> name
-        self._packers_by_id = {}   # persistent id -> registered Encoder
         with self.engine.begin() as etxn:
-            created = self._check_format(etxn)
-            self._load_encoder_ids(etxn)
-        missing = [enc for enc in encodings.BUILTIN_ENCODERS
-                   if enc.name not in self._encoder_ids]
-        if created or missing:
+            complete = not self._check_format(etxn) and self._has_builtin_ids(etxn)
+            if complete:
+                self.refresh(etxn)
+        if not complete:
             with self.engine.begin(write=True) as etxn:
-                if created:
+                if self._check_format(etxn):
                     etxn.put(_FORMAT_KEY, _dump({'format': FORMAT_NAME,
                                                  'version': FORMAT_VERSION}))
-                for enc in missing:
+                self.refresh(etxn)
+                for enc in encodings.BUILTIN_ENCODERS:
                     self._persist_encoder_id(etxn, enc.name)
-        self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
-        for enc in encodings.BUILTIN_ENCODERS:
-            self._encoders[enc.name] = enc
-            self._packers_by_id[self._encoder_ids[enc.name]] = enc
 
-    # --- format -----------------------------------------------------------------
+    # --- format and generation --------------------------------------------------
 
     def _check_format(self, etxn):
         """Check the format record; return True if the engine is empty."""
@@ -107,36 +148,72 @@ class Catalog:
                     f'{self.engine!r} holds data but no centidb format '
                     f'record: it is not a centidb store')
             return True
-        try:
-            info = _load(stored)
-            name, version = info['format'], info['version']
-        except (ValueError, KeyError, TypeError):
-            raise StoreFormatError(f'unreadable centidb format record: {stored!r}') from None
+        info = _load(stored, 'the store format')
+        if 'format' not in info or 'version' not in info:
+            raise StoreFormatError(f'unreadable centidb format record: {bytes(stored)!r:.100}')
+        name, version = info['format'], info['version']
         if name != FORMAT_NAME:
             raise StoreFormatError(f'the engine holds a {name!r} store, not {FORMAT_NAME!r}')
         if version != FORMAT_VERSION:
             raise StoreFormatError(
-                f'the store has format version {version}; this centidb reads '
+                f'the store has format version {version!r}; this centidb reads '
                 f'version {FORMAT_VERSION}')
         return False
 
+    def _has_builtin_ids(self, etxn):
+        return all(etxn.get(_meta_key('encoder', enc.name)) is not None
+                   for enc in encodings.BUILTIN_ENCODERS)
+
+    def refresh(self, etxn):
+        """Bring the cached encoder ids up to date if the metadata changed.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :returns: True if the stored generation differed from the cached one
+            (the store then reloads its collections).
+        """
+        generation = _int_at(etxn, _GENERATION_KEY, 'the metadata generation') or 0
+        if generation == self.generation:
+            return False
+        with self.lock:
+            ids, names = {}, {}
+            lo, hi = keylib.prefix_range((_META, 'encoder'))
+            for key_bytes, value in etxn.items(lo, hi):
+                name = keylib.unpacks(key_bytes)[2]
+                encoder_id = _field(_load(value, f'encoder {name!r}'), 'id', int,
+                                    f'encoder {name!r}')
+                ids[name] = encoder_id
+                names[encoder_id] = name
+            self._encoder_ids, self._encoder_names = ids, names
+            self.generation = generation
+        return True
+
+    def _changed(self, txn):
+        """Bump the generation in `txn`: other processes reload at their next write."""
+        etxn = txn.engine_txn
+        self.generation = _bump(etxn, _GENERATION_KEY, 1, 0, 'the metadata generation') + 1
+        txn.undo.append(self._forget_generation)
+
+    def _forget_generation(self):
+        self.generation = None
+
     # --- encoders and packers ------------------------------------------------------
 
-    def _load_encoder_ids(self, etxn):
-        lo, hi = keylib.prefix_range((_META, 'encoder'))
-        for key_bytes, value in etxn.items(lo, hi):
-            name = keylib.unpacks(key_bytes)[2]
-            encoder_id = _load(value)['id']
+    def _persist_encoder_id(self, etxn, name):
+        """The id stored for encoder `name`, numbering it first if it has none."""
+        key = _meta_key('encoder', name)
+        stored = etxn.get(key)
+        if stored is not None:
+            encoder_id = _field(_load(stored, f'encoder {name!r}'), 'id', int,
+                                f'encoder {name!r}')
+        else:
+            encoder_id = _bump(etxn, keylib.packs(_ENCODER_COUNTER), 1, 1,
+                               'the encoder id counter')
+            if encoder_id > MAX_ENCODER_ID:
+                raise ValueError(f'too many encoders and packers: at most {MAX_ENCODER_ID}')
+            etxn.put(key, _dump({'id': encoder_id}))
+        with self.lock:
             self._encoder_ids[name] = encoder_id
             self._encoder_names[encoder_id] = name
-
-    def _persist_encoder_id(self, etxn, name):
-        encoder_id = _bump(etxn, keylib.packs(_ENCODER_COUNTER), 1, 1)
-        if encoder_id > MAX_ENCODER_ID:
-            raise ValueError(f'too many encoders and packers: at most {MAX_ENCODER_ID}')
-        etxn.put(_meta_key('encoder', name), _dump({'id': encoder_id}))
-        self._encoder_ids[name] = encoder_id
-        self._encoder_names[encoder_id] = name
         return encoder_id
 
     def add_encoder(self, encoder):
@@ -149,42 +226,34 @@ class Catalog:
             raise TypeError(f'add_encoder needs an Encoder, not {type(encoder).__name__!r}')
         name = encoder.name
         if name not in self._encoder_ids:
-            # A new name needs its id written; the writer lock comes first.
-            with self._txns.own_write('add_encoder()') as etxn:
-                with self.lock:
-                    if name not in self._encoder_ids:
-                        self._persist_encoder_id(etxn, name)
+            # Numbered in a write transaction, where the stored ids are current.
+            with self._txns.writing() as txn:
+                if name not in self._encoder_ids:
+                    self._persist_encoder_id(txn.engine_txn, name)
+                    self._changed(txn)
+                    txn.undo.append(lambda: self._forget_encoder(name))
         with self.lock:
-            if name not in self._builtin_names:
+            if name == encodings.PICKLE_ENCODER.name:
+                encoder = encodings.PICKLE_ENCODER       # the program opted in
+            if name not in self._encoders or name not in self._builtin_names:
                 self._encoders[name] = encoder
-                self._packers_by_id[self._encoder_ids[name]] = encoder
-        return self._encoders[name]
+            return self._encoders[name]
+
+    def _forget_encoder(self, name):
+        with self.lock:
+            encoder_id = self._encoder_ids.pop(name, None)
+            self._encoder_names.pop(encoder_id, None)
 
     def encoder_id(self, encoder):
         """The persistent id of `encoder`'s name, registering it if needed.
 
-        A name the store already knows is registered on the spot. A new name
-        needs a metadata write in a transaction of its own, impossible while
-        this thread has a write transaction open.
-
         :param encoder: an :class:`~centidb.encodings.Encoder`.
-
         :raises TypeError: if `encoder` is not an ``Encoder``.
-        :raises ~centidb.errors.UnknownEncoderError: for a new name while
-            this thread has a write transaction open.
         """
         if not isinstance(encoder, encodings.Encoder):
             raise TypeError(f'expected an Encoder, not {type(encoder).__name__!r}')
-        encoder_id = self._encoder_ids.get(encoder.name)
-        if encoder_id is not None:
-            if encoder.name not in self._encoders:
-                self.add_encoder(encoder)
-            return encoder_id
-        if self._txns.current_write() is not None:
-            raise UnknownEncoderError(
-                f'{encoder.name!r} is new to this store; call store.add_encoder() '
-                f'with it before the write transaction')
-        self.add_encoder(encoder)
+        if encoder.name not in self._encoders or encoder.name not in self._encoder_ids:
+            self.add_encoder(encoder)
         return self._encoder_ids[encoder.name]
 
     def encoder(self, name):
@@ -199,16 +268,25 @@ class Catalog:
 
         :param encoder_name: the name stored for the collection.
         :param coll_name: the collection's name, for the error.
-
-        :raises ~centidb.errors.UnknownEncoderError: if it is not.
+        :raises ~centidb.errors.PickleNotAllowedError: for pickle, unless
+            this program opted in.
+        :raises ~centidb.errors.UnknownEncoderError: for another encoder not
+            registered in this session.
         """
         encoder = self._encoders.get(encoder_name)
-        if encoder is None:
-            raise UnknownEncoderError(
-                f'collection {coll_name!r} uses {encoder_name!r}, which is not '
-                f'registered in this session; call store.add_encoder() with '
-                f'it, or pass it to collection()')
-        return encoder
+        if encoder is not None:
+            return encoder
+        if encoder_name == encodings.PICKLE_ENCODER.name:
+            raise PickleNotAllowedError(
+                f'collection {coll_name!r} is stored with pickle, which can run '
+                f'code from the store when it decodes; centidb decodes pickle only '
+                f'when the program opts in: if you trust this store, pass '
+                f'encoder=centidb.encodings.PICKLE_ENCODER to collection(), or call '
+                f'store.add_encoder(centidb.encodings.PICKLE_ENCODER)')
+        raise UnknownEncoderError(
+            f'collection {coll_name!r} uses {encoder_name!r}, which is not '
+            f'registered in this session; call store.add_encoder() with '
+            f'it, or pass it to collection()')
 
     def packer(self, packer_id, coll_name):
         """The registered packer with persistent id `packer_id`.
@@ -219,10 +297,10 @@ class Catalog:
             numbered `packer_id`, or its packer is not registered in this
             session.
         """
-        packer = self._packers_by_id.get(packer_id)
+        name = self._encoder_names.get(packer_id)
+        packer = self._encoders.get(name)
         if packer is not None:
             return packer
-        name = self._encoder_names.get(packer_id)
         if name is None:
             raise UnknownEncoderError(
                 f'a record in collection {coll_name!r} names packer id '
@@ -234,81 +312,99 @@ class Catalog:
 
     # --- collections and indexes ---------------------------------------------------------
 
-    def collection_info(self, name):
+    def collection_info(self, etxn, name):
         """The stored metadata ``dict`` of collection `name`, or None.
 
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
         :param name: the collection's name.
+        :raises ~centidb.errors.StoreFormatError: if it is unreadable.
         """
-        with self.engine.begin() as etxn:
-            stored = etxn.get(_meta_key('collection', name))
-        return None if stored is None else _load(stored)
+        stored = etxn.get(_meta_key('collection', name))
+        if stored is None:
+            return None
+        what = f'collection {name!r}'
+        info = _load(stored, what)
+        _field(info, 'id', int, what)
+        for field in ('encoder', 'packer', 'counter'):
+            _field(info, field, str, what)
+        if info.get('key', 'auto') not in KEY_KINDS:
+            raise StoreFormatError(f'the metadata of {what} names an unknown key kind '
+                                   f'{info["key"]!r}')
+        return info
 
-    def create_collection(self, name, encoder, packer, counter_name):
-        """Store a new collection's metadata (unless another thread just did).
+    def create_collection(self, txn, name, encoder, packer, counter_name, key_kind):
+        """Store a new collection's metadata, unless it is already stored.
 
-        Commits in a write transaction of its own.
-
+        :param txn: a write :class:`~centidb.txn.Transaction`.
         :param name: the collection's name.
         :param encoder: its :class:`~centidb.encodings.Encoder`.
         :param packer: its packer.
         :param counter_name: the counter numbering its keys, or None for
             ``'<name>:key'``.
-
-        :returns: the collection's metadata ``dict``.
-        :raises ~centidb.errors.TransactionError: while this thread has a
-            write transaction open.
+        :param key_kind: one of :data:`KEY_KINDS`.
+        :returns: ``(metadata dict, True if created now)``.
         """
-        with self._txns.own_write('creating a collection') as etxn:
-            stored = etxn.get(_meta_key('collection', name))
-            if stored is not None:      # another thread created it meanwhile
-                return _load(stored)
-            info = {
-                'id': _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1),
-                'encoder': encoder.name,
-                'packer': packer.name,
-                'counter': counter_name or f'{name}:key',
-            }
-            etxn.put(_meta_key('collection', name), _dump(info))
-        return info
+        etxn = txn.engine_txn
+        info = self.collection_info(etxn, name)
+        if info is not None:        # another thread or process created it
+            return info, False
+        info = {
+            'id': _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1, 'the prefix counter'),
+            'encoder': encoder.name,
+            'packer': packer.name,
+            'counter': counter_name or f'{name}:key',
+            'key': key_kind,
+        }
+        etxn.put(_meta_key('collection', name), _dump(info))
+        self._changed(txn)
+        return info, True
 
-    def save_collection_info(self, etxn, name, info):
-        """Replace collection `name`'s metadata with `info` in `etxn`.
+    def save_collection_info(self, txn, name, info):
+        """Replace collection `name`'s metadata with `info`.
 
-        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param txn: a write :class:`~centidb.txn.Transaction`.
         :param name: the collection's name.
         :param info: its metadata ``dict``.
         """
-        etxn.put(_meta_key('collection', name), _dump(info))
+        txn.engine_txn.put(_meta_key('collection', name), _dump(info))
+        self._changed(txn)
 
-    def index_ids(self, coll_id):
+    def index_ids(self, etxn, coll_id):
         """A ``dict`` from name to prefix id of every index stored for a collection.
 
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
         :param coll_id: the collection's prefix id.
         """
-        with self.engine.begin() as etxn:
-            lo, hi = keylib.prefix_range((_META, 'index', coll_id))
-            return {keylib.unpacks(key_bytes)[3]: _load(value)['id']
-                    for key_bytes, value in etxn.items(lo, hi)}
+        lo, hi = keylib.prefix_range((_META, 'index', coll_id))
+        ids = {}
+        for key_bytes, value in etxn.items(lo, hi):
+            name = keylib.unpacks(key_bytes)[3]
+            what = f'index {name!r} of collection id {coll_id}'
+            ids[name] = _field(_load(value, what), 'id', int, what)
+        return ids
 
-    def create_index(self, etxn, coll_id, name):
+    def create_index(self, txn, coll_id, name):
         """Number and store a new index of collection `coll_id`; return its id.
 
-        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param txn: a write :class:`~centidb.txn.Transaction`.
         :param coll_id: the collection's prefix id.
         :param name: the index's name.
         """
-        index_id = _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1)
+        etxn = txn.engine_txn
+        index_id = _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1, 'the prefix counter')
         etxn.put(_meta_key('index', coll_id, name), _dump({'id': index_id}))
+        self._changed(txn)
         return index_id
 
-    def delete_index(self, etxn, coll_id, name):
+    def delete_index(self, txn, coll_id, name):
         """Remove index `name` of collection `coll_id` from the metadata.
 
-        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param txn: a write :class:`~centidb.txn.Transaction`.
         :param coll_id: the collection's prefix id.
         :param name: the index's name.
         """
-        etxn.delete(_meta_key('index', coll_id, name))
+        txn.engine_txn.delete(_meta_key('index', coll_id, name))
+        self._changed(txn)
 
     # --- counters ----------------------------------------------------------------------
 
@@ -320,5 +416,19 @@ class Catalog:
         :param name: the counter's name.
         :param n: the ``int`` to add.
         :param init: the value of a counter not stored yet.
+        :raises ~centidb.errors.StoreFormatError: if the stored value is not
+            an int.
         """
-        return _bump(etxn, _meta_key('counter', name), n, init)
+        return _bump(etxn, _meta_key('counter', name), n, init, f'counter {name!r}')
+
+    def raise_counter(self, etxn, name, at_least):
+        """Make counter `name` at least `at_least` (a counter not stored counts as 1).
+
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param name: the counter's name.
+        :param at_least: the lowest value it may have afterwards.
+        """
+        key = _meta_key('counter', name)
+        value = _int_at(etxn, key, f'counter {name!r}')
+        if (1 if value is None else value) < at_least:
+            etxn.put(key, keylib.packs(at_least))

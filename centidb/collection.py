@@ -17,7 +17,8 @@ from centidb import batches, encodings, keylib
 from centidb.batches import BatchView
 from centidb.index import Index, IndexSet
 from centidb.query import Queryable, check_query, key_range, query_doc, readonly
-from centidb.records import Record, Records, as_key
+from centidb.errors import CorruptKeyError, StoreError
+from centidb.records import KeySource, Record, Records, as_key
 from centidb.txn import Transaction
 
 __all__ = ['Collection']
@@ -59,6 +60,11 @@ class Collection(Queryable):
         self._txn_key_func = txn_key_func
         self._counter_name = info['counter']
         self._info = info
+        given = ('key_func' if key_func is not None else
+                 'txn_key_func' if txn_key_func is not None else 'auto')
+        # Stores from before key kinds were recorded: the functions given decide.
+        self._keys = KeySource(info.get('key', given), key_func, txn_key_func,
+                               self._next_key, self._at_least)
         self._index_set = IndexSet(self, txns, catalog, name, index_ids, self._fill_index,
                                    self._rebuild)
         #: Index name -> :class:`Index`, for the indexes added in this session.
@@ -102,8 +108,32 @@ class Collection(Queryable):
     def _next_key(self, etxn):
         return self._catalog.counter(etxn, self._counter_name, 1, 1)
 
+    def _at_least(self, etxn, n):
+        self._catalog.raise_counter(etxn, self._counter_name, n)
+
     def _fill_index(self, etxn, func, index_prefix):
         self._records.fill_index(etxn, func, index_prefix)
+
+    def reload(self, info, index_ids):
+        """Take up metadata another process changed (called by the store).
+
+        :param info: the collection's stored metadata ``dict``.
+        :param index_ids: name to prefix id of every index stored for it.
+        """
+        self._info = info
+        self._batched = bool(info.get('batched'))
+        self._index_set.reload(index_ids)    # rebuilds the record paths
+
+    def detach(self, why):
+        """Make every later use raise :class:`~centidb.errors.StoreError`.
+
+        Called by the store when the collection no longer exists as this
+        object knows it (created in an aborted transaction, or removed).
+
+        :param why: the error message.
+        """
+        self.indices.clear()
+        self._records = self._writer = _Detached(why)
 
     def _rebuild(self):
         """Prepare the write and read paths again after the indexes or batching changed."""
@@ -111,8 +141,8 @@ class Collection(Queryable):
         unbound = self._index_set.unbound()
         self._records = Records(
             self, self._txns, Transaction, self._name, self._prefix, self._encoder,
-            self._packer, self._header, self._plain_id, self._packer_of, self._key_func,
-            self._txn_key_func, self._next_key, indexes, unbound, self._view,
+            self._packer, self._header, self._plain_id, self._packer_of, self._keys,
+            indexes, unbound, self._view,
             self._batched, self._txns.engine.max_key_size)
         self._writer = self._records.writer
 
@@ -303,7 +333,7 @@ class Collection(Queryable):
         if made:
             # Written every time: an earlier batch() may have been rolled back.
             self._info = dict(self._info, batched=True)
-            self._catalog.save_collection_info(etxn, self.name, self._info)
+            self._catalog.save_collection_info(txn, self.name, self._info)
             self._batched = True
             self._rebuild()
         return found, made, (None if last is None else keylib.unpacks(last))
@@ -373,7 +403,7 @@ class Collection(Queryable):
             record packed with a packer not registered in this session.
         """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
-        return _decoded_items(pairs, len(self.prefix), self._records.decode)
+        return _decoded_items(pairs, self._name, len(self.prefix), self._records.decoded)
 
     @query_doc('key')
     def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
@@ -384,7 +414,7 @@ class Collection(Queryable):
         :returns: an iterator of key tuples.
         """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
-        return _decoded_keys(pairs, len(self.prefix))
+        return _decoded_keys(pairs, self._name, len(self.prefix))
 
     @query_doc('key')
     def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
@@ -397,7 +427,7 @@ class Collection(Queryable):
             record packed with a packer not registered in this session.
         """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
-        return _decoded_values(pairs, self._records.decode)
+        return _decoded_values(pairs, self._records.decoded)
 
     def _matches(self, txn, lo, hi, prefix, reverse, max, include):
         return self._iter(txn, lo, hi, prefix, reverse, max, include)
@@ -406,18 +436,35 @@ class Collection(Queryable):
         return self.count()
 
 
-def _decoded_items(pairs, start, decode):
-    unpacks = keylib.unpacks
+def _key(name, key_bytes, start):
+    """The key tuple of a record's engine key, naming the collection if it is corrupt."""
+    try:
+        return keylib.unpacks(key_bytes[start:])
+    except CorruptKeyError as exc:
+        raise CorruptKeyError(f'collection {name!r}: a record key is corrupt ({exc}): '
+                              f'{bytes(key_bytes)!r}') from None
+
+
+def _decoded_items(pairs, name, start, decoded):
     for key_bytes, stored in pairs:
-        yield unpacks(key_bytes[start:]), decode(stored)
+        yield _key(name, key_bytes, start), decoded(key_bytes, stored)
 
 
-def _decoded_keys(pairs, start):
-    unpacks = keylib.unpacks
+def _decoded_keys(pairs, name, start):
     for key_bytes, _ in pairs:
-        yield unpacks(key_bytes[start:])
+        yield _key(name, key_bytes, start)
 
 
-def _decoded_values(pairs, decode):
-    for _, stored in pairs:
-        yield decode(stored)
+def _decoded_values(pairs, decoded):
+    for key_bytes, stored in pairs:
+        yield decoded(key_bytes, stored)
+
+
+class _Detached:
+    """Stands in for the record paths of a collection that no longer exists."""
+
+    def __init__(self, why):
+        self.why = why
+
+    def __getattr__(self, name):
+        raise StoreError(self.why)

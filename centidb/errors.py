@@ -56,6 +56,30 @@ class MapFullError(EngineError, OSError):
     """The LMDB memory map is full; the transaction was aborted."""
 
 
+class ReadersFullError(EngineError, OSError):
+    """Every slot of the LMDB reader table is held by a live read transaction.
+
+    Slots that processes which died still held are reclaimed first; the
+    message says how many slots there are and how many this engine holds.
+    Close unfinished iterators and transactions, or reopen with a larger
+    ``max_readers=``.
+    """
+
+
+class DatabasePathError(EngineError, OSError):
+    """The path cannot hold a database of this engine, or holds something else.
+
+    For example: a regular file where the engine keeps a directory, a parent
+    that is a file, a directory holding other files or another engine's
+    database, or files the engine cannot read as its own. The message names
+    the path and what is wrong with it.
+    """
+
+
+class DatabasePermissionError(DatabasePathError, PermissionError):
+    """This process may not read, write or create the database's files."""
+
+
 # --- store, collections and indexes ------------------------------------------
 
 class StoreError(CentiError):
@@ -80,6 +104,23 @@ class UnknownEncoderError(StoreError, LookupError):
 
     Register it with ``store.add_encoder()`` (after a reopen, custom encoders
     and packers must be registered again).
+    """
+
+
+class PickleNotAllowedError(UnknownEncoderError):
+    """A collection is stored with pickle, and this program did not opt in.
+
+    Decoding pickle runs code chosen by whoever wrote the store. Opt in, for
+    stores you trust, by passing ``encoder=encodings.PICKLE_ENCODER`` to
+    ``store.collection()`` or calling ``store.add_encoder(PICKLE_ENCODER)``.
+    """
+
+
+class KeyKindMismatchError(StoreError, ValueError):
+    """A collection is used with another kind of key than it was created with.
+
+    The kinds are: a ``key_func``, a ``txn_key_func``, or auto-increment
+    (neither). The kind is recorded when the collection is created.
     """
 
 

@@ -223,23 +223,45 @@ class IndexSet:
                 self._bind(index)
                 return index
         # Lock order: the engine's writer lock, then the catalog lock.
-        index = None
-        try:
-            with self.txns.own_write('add_index()') as etxn, lock:
-                if name in self.added:
-                    raise ValueError(f'index {name!r} was just added to collection '
-                                     f'{self.coll_name!r} by another thread')
-                index_id = self.catalog.create_index(etxn, self.coll_id, name)
+        with self.txns.writing() as txn, lock:
+            if name in self.added:
+                raise ValueError(f'index {name!r} was just added to collection '
+                                 f'{self.coll_name!r} by another thread')
+            etxn = txn.engine_txn
+            # Read in the write transaction: another process may have made it.
+            index_id = self.catalog.index_ids(etxn, self.coll_id).get(name)
+            if index_id is not None:
                 index = Index(self.coll, name, index_id, func, self.txns)
-                self.fill(etxn, func, index.prefix)
-                # Bound before the commit, so no writer slips in between.
                 self._bind(index)
-        except BaseException:
-            # The commit failed: the index and its id were not stored.
-            if index is not None and self.added.get(name) is index:
-                self._unbind(name)
-            raise
+                return index
+            index_id = self.catalog.create_index(txn, self.coll_id, name)
+            index = Index(self.coll, name, index_id, func, self.txns)
+            try:
+                self.fill(etxn, func, index.prefix)
+            except BaseException:
+                # A transaction the caller owns goes on: take the index out again.
+                delete_index_entries(etxn, index.prefix)
+                self.catalog.delete_index(txn, self.coll_id, name)
+                raise
+            # Bound before the commit, so no writer slips in between.
+            self._bind(index)
+            txn.undo.append(lambda: self._unbind(name) if self.added.get(name) is index
+                            else None)
         return index
+
+    def reload(self, index_ids):
+        """Take up the stored indexes as another process left them.
+
+        An added index that was dropped or made again elsewhere is no longer
+        added here.
+
+        :param index_ids: name to prefix id of every stored index.
+        """
+        self.ids = dict(index_ids)
+        for name, index in list(self.added.items()):
+            if self.ids.get(name) != index.index_id:
+                del self.added[name]
+        self.changed()
 
     def _bind(self, index):
         self.added[index.name] = index
@@ -262,7 +284,16 @@ class IndexSet:
             raise UnknownIndexError(f'collection {self.coll_name!r} has no index {name!r} '
                                     f'to drop')
         index_id = self.ids[name]
-        with self.txns.own_write('drop_index()') as etxn, self.catalog.lock:
-            delete_index_entries(etxn, keylib.packs(index_id))
-            self.catalog.delete_index(etxn, self.coll_id, name)
-        self._unbind(name)
+        with self.txns.writing() as txn, self.catalog.lock:
+            delete_index_entries(txn.engine_txn, keylib.packs(index_id))
+            self.catalog.delete_index(txn, self.coll_id, name)
+            index = self.added.get(name)
+            self._unbind(name)
+            txn.undo.append(lambda: self._rebind(name, index_id, index))
+
+    def _rebind(self, name, index_id, index):
+        """Undo a drop whose transaction aborted."""
+        self.ids[name] = index_id
+        if index is not None:
+            self.added[name] = index
+        self.changed()

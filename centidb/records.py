@@ -19,7 +19,10 @@ never the collection layer above.
 import types
 
 from centidb import impl, keylib
-from centidb.errors import CorruptKeyError, IndexInconsistentError, IndexNotAddedError
+from centidb.errors import (
+    CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
+    IndexNotAddedError, KeyKindMismatchError,
+)
 from centidb.keyformat import KEY_SEP
 
 __all__ = ['Record', 'Records', 'RecordWriter', 'RecordReader', 'index_entries',
@@ -278,10 +281,12 @@ class RecordReader:
         entry pointing at a missing record.
     :param corrupt_entry: ``corrupt_entry(entry)`` returns the error for an
         entry that does not hold an index tuple and a record key.
+    :param corrupt_record: ``corrupt_record(key bytes, exception)`` returns
+        the error for a stored value that cannot be decoded.
     """
 
     def __init__(self, txns, txn_class, prefix, plain_id, decode_plain, decode, limit,
-                 batched, batch_get, missing, corrupt_entry):
+                 batched, batch_get, missing, corrupt_entry, corrupt_record):
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -293,6 +298,7 @@ class RecordReader:
         self.batch_get = batch_get
         self.missing = missing
         self.corrupt_entry = corrupt_entry
+        self.corrupt_record = corrupt_record
 
     def _stored(self, etxn, key_bytes):
         if self.batched:
@@ -315,7 +321,15 @@ class RecordReader:
         key_bytes = keylib.packs(as_key(key), self.prefix)
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
         stored = self._stored(etxn, key_bytes)
-        return default if stored is None else self.decode(stored)
+        return default if stored is None else self._decoded(key_bytes, stored)
+
+    def _decoded(self, key_bytes, stored):
+        try:
+            return self.decode(stored)
+        except CentiError:
+            raise
+        except Exception as exc:
+            raise self.corrupt_record(key_bytes, exc) from exc
 
     def index_get(self, txn, index_prefix, index_name, x, default):
         """Return the value of the first record whose index tuple is `x`.
@@ -340,7 +354,7 @@ class RecordReader:
         stored = self._stored(etxn, key_bytes)
         if stored is None:
             raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
-        return self.decode(stored)
+        return self._decoded(key_bytes, stored)
 
     def index_records(self, index_prefix, index_name, items, etxn, lo, hi, reverse):
         """Iterate the records the entries of an index in ``[lo, hi)`` point at.
@@ -370,9 +384,30 @@ class RecordReader:
                 if stored is None:
                     raise self.missing(index_name, parts[1])
             if items:
-                yield parts[0], self.decode(stored)
+                yield parts[0], self._decoded(key_bytes, stored)
             else:
-                yield self.decode(stored)
+                yield self._decoded(key_bytes, stored)
+
+
+class KeySource:
+    """How a collection's records get their keys.
+
+    :param kind: ``'key_func'``, ``'txn_key_func'`` or ``'auto'``, as
+        recorded for the collection.
+    :param key_func: ``key_func(record)``, or None.
+    :param txn_key_func: ``txn_key_func(txn, record)``, or None.
+    :param next_key: ``next_key(engine txn)`` takes the next counter value.
+    :param at_least: ``at_least(engine txn, n)`` raises the counter to `n`.
+    """
+
+    __slots__ = ('kind', 'key_func', 'txn_key_func', 'next_key', 'at_least')
+
+    def __init__(self, kind, key_func, txn_key_func, next_key, at_least):
+        self.kind = kind
+        self.key_func = key_func
+        self.txn_key_func = txn_key_func
+        self.next_key = next_key
+        self.at_least = at_least
 
 
 class Records:
@@ -394,9 +429,7 @@ class Records:
     :param plain_id: the id of the plain packer.
     :param packer_of: ``packer_of(id)`` returns a registered packer or
         raises :class:`~centidb.errors.UnknownEncoderError`.
-    :param key_func: ``key_func(record)``, or None.
-    :param txn_key_func: ``txn_key_func(txn, record)``, or None.
-    :param next_key: ``next_key(engine txn)`` takes the next counter value.
+    :param keys: the collection's :class:`KeySource`.
     :param indexes: the indexes added in this session (objects with
         ``name``, ``func`` and ``prefix``), in the order added.
     :param unbound: the names of stored indexes not added in this session.
@@ -406,7 +439,7 @@ class Records:
     """
 
     def __init__(self, coll, txns, txn_class, name, prefix, encoder, packer, header,
-                 plain_id, packer_of, key_func, txn_key_func, next_key, indexes,
+                 plain_id, packer_of, keys, indexes,
                  unbound, view, batched, limit):
         self.coll = coll
         self.name = name
@@ -416,9 +449,7 @@ class Records:
         self.header = header
         self.plain_id = plain_id
         self.packer_of = packer_of
-        self.key_func = key_func
-        self.txn_key_func = txn_key_func
-        self.next_key = next_key
+        self.keys = keys
         self.indexes = indexes
         self.specs = tuple((index.func, index.prefix) for index in indexes)
         self.unbound = unbound
@@ -428,13 +459,13 @@ class Records:
         self._decode_plain = encoder.decode
         compress = None if packer.name == 'plain' else packer.encode
         self.writer = RecordWriter(
-            coll, txns, txn_class, encoder.exact and not unbound and not batched,
-            prefix, encoder.encode, compress, header, key_func, self.specs, indexes,
+            coll, txns, txn_class, encoder.exact and not unbound and not batched and keys.kind != 'auto',
+            prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
             limit, self.old_entries, self.check_key_sizes, Record)
         self.reader = RecordReader(
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
-            corrupt_entry_error)
+            corrupt_entry_error, self.corrupt_record_error)
 
     # --- decoding --------------------------------------------------------------
 
@@ -454,6 +485,37 @@ class Records:
         """
         return self.packer_of(stored[0]).decode(stored[1:])
 
+    def decoded(self, key_bytes, stored, encoded=False):
+        """:meth:`decode` (or :meth:`encoded`), naming the record if that fails.
+
+        :param key_bytes: the record's engine key, for the error.
+        :param stored: the stored value.
+        :param encoded: undo only the packer.
+        :raises ~centidb.errors.CorruptRecordError: if the stored value
+            cannot be decoded (an error of centidb's own, such as
+            :class:`~centidb.errors.UnknownEncoderError`, propagates).
+        """
+        try:
+            return self.encoded(stored) if encoded else self.decode(stored)
+        except CentiError:
+            raise
+        except Exception as exc:
+            raise self.corrupt_record_error(key_bytes, exc) from exc
+
+    def corrupt_record_error(self, key_bytes, exc):
+        """The error for the record under `key_bytes`, whose value cannot be decoded.
+
+        :param key_bytes: the record's engine key.
+        :param exc: the exception decoding raised.
+        """
+        try:
+            key = repr(keylib.unpacks(key_bytes, self.prefix))
+        except CorruptKeyError:
+            key = f'bytes {key_bytes!r}'
+        return CorruptRecordError(
+            f'collection {self.name!r}: the record under key {key} cannot be '
+            f'decoded ({type(exc).__name__}: {exc})')
+
     def entries(self, data, entry_tail):
         """Return the index entry keys of a record (a list of bytes).
 
@@ -468,7 +530,8 @@ class Records:
         :param stored: the stored value.
         :param entry_tail: see :meth:`entry_tail`.
         """
-        return index_entries(self.specs, self.decode(stored), entry_tail)
+        data = self.decoded(self.prefix + entry_tail[1:], stored)
+        return index_entries(self.specs, data, entry_tail)
 
     def entry_tail(self, key_bytes):
         """What follows an index tuple in an entry: separator and record key.
@@ -516,8 +579,8 @@ class Records:
         if stored is None:
             return default
         if encoded:
-            return self.encoded(stored)
-        data = self.decode(stored)
+            return self.decoded(key_bytes, stored, encoded=True)
+        data = self.decoded(key_bytes, stored)
         if rec:
             entries = self.entries(data, self.entry_tail(key_bytes))
             return Record(self.coll, data, key, stored, entries, self.indexes)
@@ -535,7 +598,7 @@ class Records:
         values = []
         for key_bytes in packed:
             stored = self.stored(etxn, key_bytes)
-            values.append(default if stored is None else self.decode(stored))
+            values.append(default if stored is None else self.decoded(key_bytes, stored))
         return values
 
     def items(self, etxn, lo, hi, reverse):
@@ -612,16 +675,22 @@ class Records:
         value = header + packer.encode(encoded)
         indexed = data if self.encoder.exact else self._decode_plain(encoded)
         heads = None
+        keys = self.keys
         if key is not None:
             key = as_key(key)
-        elif self.key_func is not None:
-            key = as_key(self.key_func(data))
-        elif self.txn_key_func is not None:
-            key = as_key(self.txn_key_func(txn, data))
+        elif keys.key_func is not None:
+            key = as_key(keys.key_func(data))
+        elif keys.txn_key_func is not None:
+            key = as_key(keys.txn_key_func(txn, data))
+        elif keys.kind != 'auto':
+            raise KeyKindMismatchError(
+                f'collection {self.name!r} makes its keys with a {keys.kind}, which '
+                f'this program did not pass to collection(); pass {keys.kind}=, or '
+                f'give put() the key')
         else:
             # The counter moves only once all user code has succeeded.
             heads = index_entries(self.specs, indexed, _EMPTY)
-            key = (self.next_key(etxn),)
+            key = (keys.next_key(etxn),)
         key_bytes = keylib.packs(key, self.prefix)
         entry_tail = self.entry_tail(key_bytes)
         if heads is None:
@@ -629,6 +698,9 @@ class Records:
         else:
             entries = [head + entry_tail for head in heads]
         self.check_key_sizes(key, key_bytes, entries)
+        if keys.kind == 'auto' and heads is None and len(key) == 1 and type(key[0]) is int:
+            # The counter stays above every (n,) key, so it never hands out a used one.
+            keys.at_least(etxn, key[0] + 1)
         batched_old = self.view.split(etxn, key_bytes) if self.batched else None
         # Without indexes there are no stale entries to find: skip the read.
         if not blind and self.indexes:
@@ -662,7 +734,7 @@ class Records:
             old = self.view.split(etxn, key_bytes, rejoin=True)
             if old is None:
                 return None
-        data = self.decode(old)
+        data = self.decoded(key_bytes, old)
         for entry in self.entries(data, self.entry_tail(key_bytes)):
             etxn.delete(entry)
         etxn.delete(key_bytes)
@@ -678,7 +750,8 @@ class Records:
         lo, hi = keylib.prefix_range((), self.prefix)
         specs = ((func, index_prefix),)
         for key_bytes, stored in list(self.items(etxn, lo, hi, False)):
-            for entry in index_entries(specs, self.decode(stored), self.entry_tail(key_bytes)):
+            data = self.decoded(key_bytes, stored)
+            for entry in index_entries(specs, data, self.entry_tail(key_bytes)):
                 etxn.put(entry, _EMPTY)
 
 

@@ -25,7 +25,7 @@ from centidb import encodings
 from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog
 from centidb.collection import Collection
 from centidb.engines import Engine, get_engine_class
-from centidb.errors import EncoderMismatchError
+from centidb.errors import EncoderMismatchError, KeyKindMismatchError
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['open', 'Store', 'Transaction']
@@ -85,10 +85,31 @@ class Store:
         if not isinstance(engine, Engine):
             raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
         self.engine = engine
-        self._txns = TxnManager(engine, self)
+        self._txns = TxnManager(engine, self, on_write=self._refresh)
         self._catalog = Catalog(self._txns)
         self._collections = {}
         self.default_encoder = self._catalog.encoder('msgpack')
+
+    def _refresh(self, etxn):
+        """Reload the open collections' metadata if another process changed it."""
+        catalog = self._catalog
+        if not catalog.refresh(etxn):
+            return
+        with catalog.lock:
+            colls = list(self._collections.values())
+        for coll in colls:
+            info = catalog.collection_info(etxn, coll.name)
+            if info is None or info['id'] != coll.coll_id:
+                self._forget_collection(coll, 'it was removed from the store')
+            else:
+                coll.reload(info, catalog.index_ids(etxn, coll.coll_id))
+
+    def _forget_collection(self, coll, why):
+        with self._catalog.lock:
+            if self._collections.get(coll.name) is coll:
+                del self._collections[coll.name]
+        coll.detach(f'collection {coll.name!r} cannot be used: {why}; open it '
+                    f'again with store.collection()')
 
     def __repr__(self):
         return f"<Store on {self.engine!r}{' closed' if self._txns.closed else ''}>"
@@ -96,10 +117,12 @@ class Store:
     def add_encoder(self, encoder):
         """Register a custom encoder or packer.
 
-        Its name gets a persistent id the first time, kept across reopens;
-        that first time commits in a write transaction of its own. After
-        reopening a store, register custom encoders again before reading
-        records written with them.
+        Its name gets a persistent id the first time, kept across reopens,
+        written in this thread's open write transaction or in one of its
+        own. After reopening a store, register custom encoders again before
+        reading records written with them. Registering the built-in
+        ``PICKLE_ENCODER`` (or any encoder named ``'pickle'``) is how a
+        program allows collections stored with pickle to be decoded.
 
         :param encoder: an :class:`~centidb.encodings.Encoder`.
         :returns: the encoder now registered under its name: `encoder`, or
@@ -107,8 +130,6 @@ class Store:
             built-in encoders and packers are: adding an encoder with one of
             them keeps the built-in).
         :raises TypeError: if `encoder` is not an ``Encoder``.
-        :raises ~centidb.errors.TransactionError: for a new name while this
-            thread has a write transaction open on the store.
         :raises ValueError: if the store already has the most encoders and
             packers it can number (127).
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
@@ -121,9 +142,17 @@ class Store:
                    packer=None, counter_name=None):
         """Create or reopen the collection `name` and return it.
 
-        Creating a collection commits in a write transaction of its own.
-        Calling this again in the same session returns the same object; the
-        arguments must then agree with the first call (or be omitted).
+        A new collection is recorded in this thread's open write transaction
+        (and forgotten if that aborts) or in one of its own. Calling this
+        again in the same session returns the same object; the arguments
+        must then agree with the first call (or be omitted).
+
+        The store records the collection's *key kind*: a ``key_func``, a
+        ``txn_key_func``, or auto-increment (neither). Reopening it with the
+        other function, or with either when it is auto-increment, raises
+        :class:`~centidb.errors.KeyKindMismatchError`; reopening a keyed
+        collection with no function is allowed (to read it, or to put with
+        explicit keys), but a put that needs the function raises.
 
         :param name: the collection's name, a non-empty ``str``.
         :param key_func: ``key_func(record)`` makes each record's key (a
@@ -149,12 +178,15 @@ class Store:
             function or counter name.
         :raises ~centidb.errors.EncoderMismatchError: (a ``ValueError``) if
             the collection was created with another encoder or packer.
+        :raises ~centidb.errors.KeyKindMismatchError: (a ``ValueError``) if
+            it was created with another kind of key.
+        :raises ~centidb.errors.PickleNotAllowedError: if it is stored with
+            pickle and this program did not opt in (see :meth:`add_encoder`).
         :raises ~centidb.errors.UnknownEncoderError: if the collection's
             encoder or packer is not registered in this session (see
-            :meth:`add_encoder`), or a new encoder would need registering
-            while this thread has a write transaction open.
-        :raises ~centidb.errors.TransactionError: when creating a collection
-            while this thread has a write transaction open on the store.
+            :meth:`add_encoder`).
+        :raises ~centidb.errors.StoreFormatError: if its metadata is
+            unreadable.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._txns.check_open()
@@ -172,17 +204,38 @@ class Store:
                                         counter_name)
                 return coll
         catalog = self._catalog
-        info = catalog.collection_info(name)
-        if info is None:
+        key_kind = ('key_func' if key_func is not None else
+                    'txn_key_func' if txn_key_func is not None else None)
+        stored = self._txns.run(None, False, self._stored_meta, name)
+        if stored is None:
             encoder = encoder or self.default_encoder
             packer = packer or encodings.PLAIN_PACKER
             catalog.encoder_id(encoder)
             catalog.encoder_id(packer)
-            info = catalog.create_collection(name, encoder, packer, counter_name)
+            with self._txns.writing() as txn:
+                info, created = catalog.create_collection(txn, name, encoder, packer,
+                                                          counter_name, key_kind or 'auto')
+                index_ids = {} if created else catalog.index_ids(txn.engine_txn, info['id'])
+                coll = self._add_collection(name, (info, index_ids), key_func, txn_key_func,
+                                            encoder, packer, counter_name)
+                if created:
+                    txn.undo.append(lambda: self._forget_collection(
+                        coll, 'the transaction that created it was aborted'))
+            return coll
+        return self._add_collection(name, stored, key_func, txn_key_func, encoder, packer,
+                                    counter_name)
+
+    def _stored_meta(self, txn, etxn, name):
+        """``(metadata, index ids)`` of collection `name`, or None."""
+        info = self._catalog.collection_info(etxn, name)
+        return None if info is None else (info, self._catalog.index_ids(etxn, info['id']))
+
+    def _add_collection(self, name, stored, key_func, txn_key_func, encoder, packer,
+                        counter_name):
         with self._catalog.lock:
             coll = self._collections.get(name)
             if coll is None:
-                coll = self._open_collection(name, info, key_func, txn_key_func,
+                coll = self._open_collection(name, stored, key_func, txn_key_func,
                                              encoder, packer)
                 self._collections[name] = coll
             else:
@@ -206,7 +259,16 @@ class Store:
             raise ValueError(f'collection {coll.name!r} is already open in this '
                              f'store with another key function')
 
-    def _open_collection(self, name, info, key_func, txn_key_func, encoder, packer):
+    def _open_collection(self, name, stored, key_func, txn_key_func, encoder, packer):
+        info, index_ids = stored
+        kind = info.get('key')      # None: a store from before kinds were recorded
+        given = ('key_func' if key_func is not None else
+                 'txn_key_func' if txn_key_func is not None else None)
+        if kind is not None and given is not None and given != kind:
+            made = 'auto-increment keys' if kind == 'auto' else f'a {kind}'
+            raise KeyKindMismatchError(
+                f'collection {name!r} was created with {made}; it cannot be '
+                f'reopened with a {given}')
         if encoder is None:
             encoder = self._catalog.registered(info['encoder'], name)
         elif encoder.name != info['encoder']:
@@ -221,7 +283,7 @@ class Store:
         self._catalog.encoder_id(encoder)
         self._catalog.encoder_id(packer)
         return Collection(self, self._txns, self._catalog, name, info, key_func,
-                          txn_key_func, encoder, packer, self._catalog.index_ids(info['id']))
+                          txn_key_func, encoder, packer, index_ids)
 
     # --- counters -------------------------------------------------------------------
 

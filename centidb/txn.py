@@ -14,6 +14,7 @@ thread raises :class:`~centidb.errors.TransactionError`.
 This layer knows engines only; it never calls the collection layer above.
 """
 
+import contextlib
 import itertools
 import threading
 import weakref
@@ -36,12 +37,16 @@ class Transaction:
         underneath; ``None`` once this transaction has ended.
     """
 
-    __slots__ = ('manager', 'write', 'engine_txn', '__weakref__')
+    __slots__ = ('manager', 'write', 'engine_txn', 'undo', '__weakref__')
 
     def __init__(self, manager, write, engine_txn):
         self.manager = manager
         self.write = write
         self.engine_txn = engine_txn
+        #: Callables that forget, in this process, what the transaction
+        #: created (collections, indexes, encoder ids), run if it aborts or
+        #: fails to commit, last first.
+        self.undo = []
 
     @property
     def store(self):
@@ -57,10 +62,14 @@ class Transaction:
         state = 'open' if self.engine_txn is not None else 'ended'
         return f"<Transaction {'write' if self.write else 'read'} {state}>"
 
-    def _end(self):
+    def _end(self, committed=False):
         self.engine_txn = None
+        undo, self.undo = self.undo, []
         if self.write:
             self.manager._forget(self)
+        if not committed:
+            for func in reversed(undo):
+                func()
 
     def commit(self):
         """Make the writes permanent and end the transaction.
@@ -76,8 +85,10 @@ class Transaction:
             raise TransactionError('this transaction has already ended')
         try:
             self.engine_txn.commit()
-        finally:
+        except BaseException:
             self._end()
+            raise
+        self._end(committed=True)
 
     def abort(self):
         """Discard the writes and end the transaction (no-op if ended)."""
@@ -106,11 +117,15 @@ class TxnManager:
 
     :param engine: the open :class:`~centidb.engines.Engine`.
     :param owner: the object transactions report as their ``store``.
+    :param on_write: ``on_write(engine txn)``, called as each write
+        transaction begins (the store brings its cached metadata up to
+        date); if it raises, the transaction is aborted.
     """
 
-    def __init__(self, engine, owner):
+    def __init__(self, engine, owner, on_write=None):
         self.engine = engine
         self.owner = owner
+        self.on_write = on_write
         self.closed = False
         self._local = threading.local()
 
@@ -131,7 +146,14 @@ class TxnManager:
                     'this thread already has a write transaction open on this '
                     'store; nested transactions are not supported: pass '
                     'txn= or call without txn to join the open one')
-        txn = Transaction(self, bool(write), self.engine.begin(write=bool(write)))
+        etxn = self.engine.begin(write=bool(write))
+        if write and self.on_write is not None:
+            try:
+                self.on_write(etxn)
+            except BaseException:
+                etxn.abort()
+                raise
+        txn = Transaction(self, bool(write), etxn)
         if write:
             # Weak, so a transaction the caller dropped is aborted by the
             # garbage collector instead of holding the writer lock forever.
@@ -156,19 +178,20 @@ class TxnManager:
             return None
         return txn
 
-    def own_write(self, what):
-        """An engine write transaction for a change that must commit alone.
+    @contextlib.contextmanager
+    def writing(self):
+        """Run a block in the thread's write transaction, or in one of its own.
 
-        :param what: names the operation in the error.
-        :raises ~centidb.errors.TransactionError: while this thread has a
-            write transaction open.
+        Yields the :class:`Transaction`: the one this thread has open (the
+        block's writes then commit or abort with it), or a new one that
+        commits when the block succeeds and aborts when it raises.
         """
-        if self.current_write() is not None:
-            raise TransactionError(
-                f'{what} commits on its own and cannot run while this thread '
-                f'has a write transaction open on the store; do it before '
-                f'begin(write=True) or after the commit')
-        return self.engine.begin(write=True)
+        current = self.current_write()
+        if current is not None:
+            yield current
+            return
+        with self.begin(True) as txn:
+            yield txn
 
     def engine_txn(self, txn, write):
         """Return the engine transaction of `txn`, checking it fits.
