@@ -25,7 +25,7 @@ and member values of at most 4 GiB - 1 bytes; asking for more raises
 import struct
 
 from centidb import keylib
-from centidb.errors import CorruptRecordError
+from centidb.errors import CentiError, CorruptRecordError
 from centidb.keyformat import KEY_SEP
 
 __all__ = ['BATCH_FLAG', 'MAX_MEMBERS', 'MAX_KEY_BYTES', 'MAX_VALUE_BYTES',
@@ -127,14 +127,20 @@ def decode_batch(value, packer, coll_name):
     :param coll_name: the collection's name, for error messages.
     :returns: a ``list`` of ``(packed key, encoded value)`` pairs in key
         order, keys without the collection prefix.
-    :raises ~centidb.errors.CorruptRecordError: for a malformed batch.
-        An error from ``packer.decode`` (e.g. ``zlib.error`` for corrupt
-        compressed data) propagates as it is.
+    :raises ~centidb.errors.CorruptRecordError: for a malformed batch,
+        also when ``packer.decode`` fails (e.g. ``zlib.error`` for corrupt
+        compressed data; the packer's exception is the cause).
     """
     if len(value) < 3:
         raise CorruptRecordError(f'truncated batch in collection {coll_name!r}')
     count = _COUNT.unpack_from(value, 1)[0]
-    payload = packer.decode(value[3:])
+    try:
+        payload = packer.decode(value[3:])
+    except CentiError:
+        raise
+    except Exception as exc:
+        raise CorruptRecordError(f'a batch in collection {coll_name!r} cannot be '
+                                 f'unpacked ({type(exc).__name__}: {exc})') from exc
     table_end = count * _SIZES.size
     if count == 0 or len(payload) < table_end:
         raise CorruptRecordError(f'malformed batch in collection {coll_name!r}')
@@ -178,6 +184,19 @@ class BatchView:
 
     # --- members -----------------------------------------------------------------
 
+    def is_batch(self, key_bytes, stored):
+        """True if `stored` is a batch, False if a plain record.
+
+        :param key_bytes: its engine key, for the error.
+        :param stored: a stored value.
+        :raises ~centidb.errors.CorruptRecordError: if it is empty.
+        """
+        try:
+            return stored[0] & BATCH_FLAG != 0
+        except IndexError:
+            raise CorruptRecordError(f'collection {self.name!r}: the value stored under '
+                                     f'{bytes(key_bytes)!r} is empty') from None
+
     def encoded(self, stored):
         """The encoder's bytes of a plain stored value (its packer undone).
 
@@ -215,7 +234,7 @@ class BatchView:
         physical_key, stored = found
         if physical_key == key_bytes:
             return stored
-        if stored[0] & BATCH_FLAG:
+        if self.is_batch(physical_key, stored):
             for member_key, member_stored in self.members(stored):
                 if member_key == key_bytes:
                     return member_stored
@@ -247,7 +266,7 @@ class BatchView:
             items = etxn.items(start, self.end)
             try:
                 for key_bytes, stored in items:
-                    if not stored[0] & BATCH_FLAG:
+                    if not self.is_batch(key_bytes, stored):
                         if key_bytes >= hi:
                             return
                         yield key_bytes, stored
@@ -282,7 +301,7 @@ class BatchView:
             items = etxn.items(lo, hi, True)
             try:
                 for key_bytes, stored in items:
-                    if not stored[0] & BATCH_FLAG:
+                    if not self.is_batch(key_bytes, stored):
                         yield key_bytes, stored
                         continue
                     for member_key, member_stored in reversed(self.members(stored)):
@@ -303,7 +322,7 @@ class BatchView:
     def _straddling(self, etxn, lo, hi):
         """Members below `hi` (and from `lo`) of the batch sitting at or after hi."""
         found = etxn.first(hi, self.end)
-        if found is not None and found[1][0] & BATCH_FLAG:
+        if found is not None and self.is_batch(*found):
             return [m for m in self.members(found[1]) if lo <= m[0] < hi][::-1]
         return []
 
@@ -356,7 +375,7 @@ class BatchView:
         records, physical = [], []
         start = len(self.prefix)
         for key_bytes, stored in etxn.items(lo, self.end):
-            if stored[0] & BATCH_FLAG:
+            if self.is_batch(key_bytes, stored):
                 members = self.encoded_members(stored)
                 if self.prefix + members[0][0] >= hi:
                     break
@@ -388,7 +407,7 @@ class BatchView:
     def _covering(self, etxn, key_bytes):
         """The batch whose key range holds `key_bytes`: (physical key, stored) or None."""
         found = etxn.first(key_bytes, self.end)
-        if found is not None and found[1][0] & BATCH_FLAG:
+        if found is not None and self.is_batch(*found):
             last, first = keylib.unpacks_list(found[0], self.prefix)
             if keylib.packs(first, self.prefix) <= key_bytes:
                 return found

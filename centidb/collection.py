@@ -190,6 +190,21 @@ class Collection(Queryable):
         """
         self._index_set.drop(name)
 
+    def reindex(self, name):
+        """Rebuild the index `name`: delete its entries and write them again.
+
+        Repairs an index that :meth:`~centidb.store.Store.verify` reports as
+        inconsistent (after a broken ``blind=True`` promise, or an index
+        function that changed). Runs in this thread's open write transaction
+        or in one of its own.
+
+        :param name: the name of an index added in this session.
+        :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if no
+            index `name` was added in this session.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._index_set.rebuild(name)
+
     # --- writing -------------------------------------------------------------
 
     def put(self, rec, key=None, blind=False, txn=None, packer=None):

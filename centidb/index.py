@@ -274,6 +274,22 @@ class IndexSet:
         self.ids.pop(name, None)
         self.changed()
 
+    def rebuild(self, name):
+        """Write the entries of the added index `name` again from the records.
+
+        :param name: the index's name.
+        :raises ~centidb.errors.UnknownIndexError: if it is not added in this
+            session (its function is needed).
+        """
+        self.txns.check_open()
+        index = self.added.get(name)
+        if index is None:
+            raise UnknownIndexError(f'collection {self.coll_name!r} has no index {name!r} '
+                                    f'added in this session; add_index() it first')
+        with self.txns.writing() as txn:
+            delete_index_entries(txn.engine_txn, index.prefix)
+            self.fill(txn.engine_txn, index.func, index.prefix)
+
     def drop(self, name):
         """Delete the index `name` and its entries; see ``Collection.drop_index``.
 

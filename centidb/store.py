@@ -25,8 +25,9 @@ from centidb import encodings
 from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog
 from centidb.collection import Collection
 from centidb.engines import Engine, get_engine_class
-from centidb.errors import EncoderMismatchError, KeyKindMismatchError
+from centidb.errors import CentiError, EncoderMismatchError, KeyKindMismatchError
 from centidb.txn import Transaction, TxnManager
+from centidb.verify import Problem, check_collection, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
@@ -284,6 +285,51 @@ class Store:
         self._catalog.encoder_id(packer)
         return Collection(self, self._txns, self._catalog, name, info, key_func,
                           txn_key_func, encoder, packer, index_ids)
+
+    # --- checking --------------------------------------------------------------------
+
+    def verify(self):
+        """Check the whole store and return the problems found (empty: sound).
+
+        In one read transaction (or this thread's open write transaction):
+        the format record and every metadata record (readable, ids unique
+        and below their counters, every index's collection exists); every
+        record of every collection (its key and value decode; batches are
+        well formed); every index entry (it splits into an index tuple and a
+        record key, and the record exists); for the indexes added in this
+        session, every record's entries exist and no entry is stale; for
+        auto-increment collections, the counter is above every ``(n,)``
+        key; and no engine key lies under a prefix nothing owns. A
+        collection whose encoder is not registered in this session (or is
+        pickle, not allowed) is reported as not checked. Records are held in
+        memory one collection at a time.
+
+        :returns: a ``list`` of :class:`~centidb.verify.Problem`, each naming
+            the collection and key where it can.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._txns.check_open()
+        return self._txns.run(None, False, self._verify_in)
+
+    def _verify_in(self, txn, etxn):
+        meta_problems, collections, indexes, counters = self._catalog.check(etxn)
+        problems = [Problem(*problem) for problem in meta_problems]
+        owned = {0}
+        for name, info in sorted(collections.items()):
+            index_ids = indexes.get(info['id'], {})
+            owned.add(info['id'])
+            owned.update(index_ids.values())
+            coll = self._collections.get(name)
+            if coll is None or coll.coll_id != info['id']:
+                try:
+                    coll = self._open_collection(name, (info, index_ids), None, None, None,
+                                                 None)
+                except CentiError as exc:
+                    problems.append(Problem(name, None, f'not checked: {exc}'))
+                    continue
+            problems += check_collection(etxn, coll, index_ids, counters.get(info['counter']))
+        problems += find_orphans(etxn, owned)
+        return problems
 
     # --- counters -------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ LAYERS = [
     ['query'],
     ['index'],
     ['collection'],
+    ['verify'],
     ['store'],
     [''],   # the package's __init__: re-exports only
 ]
