@@ -619,12 +619,12 @@ class Records:
     def check_writable(self):
         """Refuse writes while a stored index is not added in this session."""
         if self.unbound:
-            names = ', '.join(sorted(self.unbound))
+            names = ', '.join(map(repr, sorted(self.unbound)))
             raise IndexNotAddedError(
                 f'collection {self.name!r} has stored index(es) {names} that '
-                f'were not added since the store was opened; call '
-                f'add_index() for each (or drop_index()) before writing, so '
-                f'the index does not go stale')
+                f'this program has not added (since it opened the store, or '
+                f'since another process created them); call add_index() for '
+                f'each (or drop_index()) before writing, so no index goes stale')
 
     def check_key_sizes(self, key, key_bytes, entries):
         """Refuse, before writing anything, keys the engine cannot store.
