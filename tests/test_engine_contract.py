@@ -3,10 +3,15 @@
 The tests take the ``engine`` fixture, which runs each on every kind in
 ``engine_helpers.ENGINE_KINDS``: the in-memory engine (the reference), LevelDB,
 LMDB, and a trace wrapper; the random-operations test checks each against a
-plain dict. At the end: reopening the engines on disk, and the registry.
+plain dict. At the end: reopening the engines on disk, opening them on wrong
+paths, and the registry.
 """
 
+import os
 import random
+import shutil
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -22,7 +27,15 @@ from centidb.engines import (
     Transaction,
     get_engine_class,
 )
-from centidb.errors import EngineClosedError, TransactionError
+from centidb.errors import (
+    DatabaseLockedError,
+    DatabaseNotFoundError,
+    DatabasePathError,
+    DatabasePermissionError,
+    EngineClosedError,
+    EngineError,
+    TransactionError,
+)
 
 from engine_helpers import engine, fill, make_engine  # noqa: F401 - a fixture
 
@@ -669,6 +682,185 @@ def test_reopen_keeps_committed_data_only(tmp_path, kind):
         assert list(eng.items()) == [(b'txn', b'2')]
     finally:
         eng.close()
+
+
+# --- opening a wrong path (the disk engines) ----------------------------------
+#
+# Every wrong path raises an EngineError subclass that names the path and
+# what is wrong, and leaves what is there untouched.
+
+DISK_KINDS = ['plyvel', 'lmdb']
+#: The file that marks each kind's database, and the other kind's.
+MARKER = {'plyvel': 'CURRENT', 'lmdb': 'data.mdb'}
+OTHER = {'plyvel': 'lmdb', 'lmdb': 'plyvel'}
+CLASS = {'plyvel': PlyvelEngine, 'lmdb': LmdbEngine}
+
+
+def open_disk(kind, path, create):
+    """Open a `kind` engine at `path` directly (make_engine picks the path)."""
+    pytest.importorskip(kind)
+    return CLASS[kind](path, create_if_missing=create)
+
+
+def raises_about(error, path, kind, create, *words):
+    """Assert opening `path` raises exactly `error`, naming `path` and `words`."""
+    with pytest.raises(EngineError) as info:
+        open_disk(kind, path, create)
+    assert type(info.value) is error, info.value
+    message = str(info.value)
+    assert str(path) in message
+    for word in words:
+        assert word in message
+    return info.value
+
+
+@pytest.mark.parametrize('create', [True, False])
+@pytest.mark.parametrize('kind', DISK_KINDS)
+def test_open_a_regular_file(tmp_path, kind, create):
+    """PlyvelEngine said "locked", LmdbEngine raised a bare FileExistsError."""
+    path = tmp_path / 'file'
+    path.write_bytes(b'mine')
+    error = raises_about(DatabasePathError, path, kind, create,
+                         'is a file, not a directory')
+    assert not isinstance(error, DatabaseLockedError)
+    assert isinstance(error, OSError)
+    assert path.read_bytes() == b'mine'
+    raises_about(DatabasePathError, path / 'db', kind, create,
+                 f"{str(path)!r} is a file, not a directory")
+
+
+@pytest.mark.parametrize('kind', DISK_KINDS)
+def test_open_where_the_parent_is_missing(tmp_path, kind):
+    path = tmp_path / 'a' / 'b' / 'db'
+    error = raises_about(DatabaseNotFoundError, path, kind, False,
+                         'create_if_missing=True', str(path.parent),
+                         'does not exist either')
+    assert isinstance(error, FileNotFoundError)
+    assert not (tmp_path / 'a').exists()
+    with open_disk(kind, path, True) as eng:    # creating makes the parents
+        eng.put(b'k', b'v')
+    with open_disk(kind, path, False) as eng:
+        assert eng.get(b'k') == b'v'
+
+
+@pytest.mark.parametrize('kind', DISK_KINDS)
+def test_open_a_directory_of_other_files(tmp_path, kind):
+    path = tmp_path / 'notes'
+    path.mkdir()
+    (path / 'todo.txt').write_text('buy milk')
+    raises_about(DatabaseNotFoundError, path, kind, False,
+                 "other files: 'todo.txt'", 'create_if_missing=True')
+    raises_about(DatabasePathError, path, kind, True,
+                 "other files ('todo.txt')", 'new or empty directory')
+    assert os.listdir(path) == ['todo.txt']
+    (path / 'todo.txt').unlink()
+    (path / '.hidden').write_text('')   # hidden files do not count
+    with open_disk(kind, path, True):
+        pass
+
+
+@pytest.mark.parametrize('create', [True, False])
+@pytest.mark.parametrize('kind', DISK_KINDS)
+def test_open_the_other_engines_database(tmp_path, kind, create):
+    path = tmp_path / 'db'
+    with open_disk(OTHER[kind], path, True) as other:
+        other.put(b'k', b'v')
+    before = sorted(os.listdir(path))
+    raises_about(DatabasePathError, path, kind, create, MARKER[OTHER[kind]],
+                 f'open it with {CLASS[OTHER[kind]].__name__}')
+    assert sorted(os.listdir(path)) == before
+    with open_disk(OTHER[kind], path, False) as other:
+        assert other.get(b'k') == b'v'
+
+
+@pytest.mark.parametrize('create', [True, False])
+@pytest.mark.parametrize('kind', DISK_KINDS)
+def test_open_a_damaged_database(tmp_path, kind, create):
+    """The file marking the database holds something else."""
+    path = tmp_path / 'db'
+    path.mkdir()
+    (path / MARKER[kind]).write_bytes(b'MANIFEST-000009\n' * 500)
+    raises_about(DatabasePathError, path, kind, create)
+    (path / MARKER[kind]).unlink()
+    (path / MARKER[kind]).mkdir()       # a directory where a file belongs
+    raises_about(DatabasePathError, path, kind, create)
+
+
+#: A child process: open each (kind, path, create) of argv and print the
+#: name of the exception raised and its message, or "opened".
+OPEN_AND_REPORT = '''
+import sys
+from centidb.engines import LmdbEngine, PlyvelEngine
+args = sys.argv[1:]
+for kind, path, create in zip(args[::3], args[1::3], args[2::3]):
+    cls = LmdbEngine if kind == 'lmdb' else PlyvelEngine
+    try:
+        cls(path, create_if_missing=create == '1').close()
+    except Exception as exc:
+        print(type(exc).__name__, exc)
+    else:
+        print('opened')
+'''
+
+WITHOUT_DAC_OVERRIDE = ['--inh-caps=-dac_override,-dac_read_search',
+                        '--bounding-set=-dac_override,-dac_read_search', '--']
+
+
+def open_as_unprivileged(cases):
+    """Run OPEN_AND_REPORT on `cases` where file permissions apply.
+
+    Root ignores file permissions; as root, the child runs under ``setpriv``
+    without the capabilities that let it, and the test is skipped if that
+    cannot be done.
+    """
+    command = [sys.executable, '-c', OPEN_AND_REPORT]
+    for kind, path, create in cases:
+        command += [kind, str(path), '1' if create else '0']
+    if os.geteuid() == 0:
+        setpriv = shutil.which('setpriv')
+        if setpriv is None:
+            pytest.skip('root ignores file permissions, and setpriv, which '
+                        'could drop that right, is not installed')
+        command = [setpriv, *WITHOUT_DAC_OVERRIDE, *command]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    if result.returncode and os.geteuid() == 0 and 'setpriv' in result.stderr:
+        pytest.skip(f'setpriv cannot drop root\'s file access: {result.stderr}')
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+@pytest.mark.skipif(not hasattr(os, 'geteuid'), reason='POSIX permissions')
+@pytest.mark.parametrize('kind', DISK_KINDS)
+def test_open_without_permission(tmp_path, kind):
+    pytest.importorskip(kind)
+    closed = tmp_path / 'closed'            # no access at all
+    closed.mkdir()
+    read_only = tmp_path / 'read-only'      # holds a read-only database
+    with open_disk(kind, read_only / 'db', True):
+        pass
+    cases = [(kind, closed, True), (kind, closed / 'db', True),
+             (kind, read_only / 'new', True), (kind, read_only / 'db', False)]
+    modes = [(closed, 0o000), (read_only, 0o555), (read_only / 'db', 0o555)]
+    modes += [(read_only / 'db' / name, 0o444)
+              for name in os.listdir(read_only / 'db')]
+    try:
+        for path, mode in modes:
+            os.chmod(path, mode)
+        lines = open_as_unprivileged(cases)
+    finally:
+        for path, _ in reversed(modes):
+            os.chmod(path, 0o755)
+    assert len(lines) == len(cases), lines
+    name = DatabasePermissionError.__name__
+    for line, (_, path, _) in zip(lines, cases):
+        assert line.startswith(name + ' ') and repr(str(path)) in line, line
+        assert 'permission denied' in line
+    assert 'read the directory' in lines[0]
+    assert 'parent directories' in lines[1]
+    assert 'cannot create' in lines[2]
+    assert not (read_only / 'new').exists()
+    assert issubclass(DatabasePermissionError, PermissionError)
+    assert issubclass(DatabasePermissionError, DatabasePathError)
 
 
 # --- registry ---------------------------------------------------------------

@@ -1,4 +1,7 @@
-"""PlyvelEngine specifics: opening errors, locking, compaction, commit order."""
+"""PlyvelEngine specifics: opening errors, locking, compaction, commit order.
+
+Opening wrong paths is tested for both disk engines in test_engine_contract.
+"""
 
 import subprocess
 import sys
@@ -9,6 +12,7 @@ from centidb.engines import PlyvelEngine
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
+    DatabasePathError,
     EngineClosedError,
 )
 
@@ -58,6 +62,23 @@ def test_plyvel_locked_by_another_process(tmp_path):
     assert proc.returncode == 0
     with PlyvelEngine(path) as eng:
         eng.put(b'k', b'v')
+        assert eng.get(b'k') == b'v'
+
+
+def test_plyvel_lock_file_that_cannot_be_opened_is_not_locked(tmp_path):
+    """Any LevelDB error naming the LOCK file was reported as "locked"."""
+    pytest.importorskip('plyvel')
+    path = tmp_path / 'db'
+    with PlyvelEngine(path, create_if_missing=True) as eng:
+        eng.put(b'k', b'v')
+    (path / 'LOCK').unlink()
+    (path / 'LOCK').mkdir()
+    with pytest.raises(DatabasePathError, match='Is a directory') as info:
+        PlyvelEngine(path)
+    assert not isinstance(info.value, DatabaseLockedError)
+    assert str(path) in str(info.value)
+    (path / 'LOCK').rmdir()
+    with PlyvelEngine(path) as eng:
         assert eng.get(b'k') == b'v'
 
 

@@ -1,7 +1,14 @@
-"""LmdbEngine specifics: opening errors, the map size, the key size limit."""
+"""LmdbEngine specifics: opening errors, the map size, the key size limit,
+and the reader table shared with other processes (some killed).
 
+Opening wrong paths is tested for both disk engines in test_engine_contract.
+"""
+
+import select
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -9,9 +16,11 @@ from centidb.engines import LmdbEngine
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
+    DatabasePathError,
     EngineClosedError,
     EngineError,
     MapFullError,
+    ReadersFullError,
 )
 
 
@@ -125,3 +134,216 @@ def test_lmdb_follows_a_map_another_process_grew(tmp_path):
         assert txn.get(b'7-00499') == b'x' * 1000
     assert eng.map_size == int(grown.stdout)
     eng.close()
+
+
+def test_lmdb_subdir_false_wrong_paths(tmp_path):
+    """With subdir=False the path is the data file, so a directory is wrong."""
+    pytest.importorskip('lmdb')
+    with pytest.raises(DatabasePathError, match='is a directory') as info:
+        LmdbEngine(tmp_path, subdir=False)
+    assert str(tmp_path) in str(info.value)
+    (tmp_path / 'f').write_bytes(b'not lmdb' * 1000)
+    with pytest.raises(DatabasePathError, match='not an LMDB data file'):
+        LmdbEngine(tmp_path / 'f', subdir=False)
+    with pytest.raises(DatabasePathError, match='is a file, not a directory'):
+        LmdbEngine(tmp_path / 'f' / 'db', subdir=False)
+    with pytest.raises(DatabaseNotFoundError):
+        LmdbEngine(tmp_path / 'absent', subdir=False, create_if_missing=False)
+    with LmdbEngine(tmp_path / 'new' / 'db', subdir=False, sync=False) as eng:
+        eng.put(b'k', b'v')
+    with LmdbEngine(tmp_path / 'new' / 'db', subdir=False) as eng:
+        assert eng.get(b'k') == b'v'
+
+
+# --- the reader table, shared with other processes ---------------------------
+#
+# LMDB keeps one slot per open read transaction in a table in lock.mdb that
+# all processes share. A process killed while reading leaves its slot taken
+# (and its snapshot pinned) until some process calls reader_check(). The
+# table's size is set by the first process to open the database.
+
+needs_sigkill = pytest.mark.skipif(
+    not hasattr(signal, 'SIGKILL'), reason='needs SIGKILL (POSIX)')
+
+#: A child process: open the database, hold `argv[2]` read transactions,
+#: say "ready", and wait (for stdin to close, or to be killed).
+HOLD_READERS = '''
+import sys
+from centidb.engines import LmdbEngine
+eng = LmdbEngine(sys.argv[1], sync=False)
+held = [eng.begin() for _ in range(int(sys.argv[2]))]
+for txn in held:
+    txn.get(b'k')
+print('ready', flush=True)
+sys.stdin.read()
+'''
+
+
+def start_readers(path, count, *, each=1, timeout=30):
+    """Start `count` HOLD_READERS processes and wait until all are ready."""
+    procs = [subprocess.Popen(
+        [sys.executable, '-c', HOLD_READERS, path, str(each)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for _ in range(count)]
+    deadline = time.monotonic() + timeout
+    try:
+        for proc in procs:
+            left = max(deadline - time.monotonic(), 0)
+            readable, _, _ = select.select([proc.stdout], [], [], left)
+            assert readable, f'a reader process was not ready in {timeout} s'
+            line = proc.stdout.readline()
+            if line != 'ready\n':
+                proc.wait(timeout=10)
+                pytest.fail(f'a reader process failed: {proc.stderr.read()}')
+    except BaseException:
+        stop(procs)
+        raise
+    return procs
+
+
+def stop(procs):
+    """SIGKILL the processes (if still running) and reap them."""
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+    for proc in procs:
+        proc.wait(timeout=10)
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            pipe.close()
+
+
+@needs_sigkill
+def test_lmdb_begin_frees_reader_slots_of_killed_processes(tmp_path):
+    """The reader table was full of dead processes' slots: begin() raised
+    "too many read transactions ... close unfinished iterators", though this
+    process held none."""
+    pytest.importorskip('lmdb')
+    path = str(tmp_path / 'db')
+    eng = LmdbEngine(path, max_readers=16, sync=False)   # 16 slots for all
+    try:
+        eng.put(b'k', b'v')
+        killed = 0
+        for _ in range(2):      # 20 readers killed, more than the table holds
+            stop(start_readers(path, 10))
+            killed += 10
+        assert killed > eng._env.info()['max_readers'] == 16
+        held = [eng.begin() for _ in range(16)]     # all 16 slots for us
+        assert [txn.get(b'k') for txn in held] == [b'v'] * 16
+        for txn in held:
+            txn.abort()
+    finally:
+        eng.close()
+
+
+@needs_sigkill
+def test_lmdb_open_frees_reader_slots_of_killed_processes(tmp_path):
+    """Opening an LmdbEngine frees the slots dead processes left."""
+    lmdb = pytest.importorskip('lmdb')
+    path = str(tmp_path / 'db')
+    # A plain py-lmdb handle keeps the table alive (LMDB resets it when the
+    # last process closes) and never checks for dead readers itself.
+    keeper = lmdb.open(path, max_readers=16)
+    try:
+        stop(start_readers(path, 12))               # 12 of 16 slots stale
+        with pytest.raises(lmdb.ReadersFullError):
+            [keeper.begin() for _ in range(16)]
+        opened = subprocess.run(
+            [sys.executable, '-c',
+             'import sys\nfrom centidb.engines import LmdbEngine\n'
+             'LmdbEngine(sys.argv[1]).close()', path],
+            capture_output=True, text=True, timeout=60)
+        assert opened.returncode == 0, opened.stderr
+        held = [keeper.begin() for _ in range(16)]  # the open freed them
+        for txn in held:
+            txn.abort()
+    finally:
+        keeper.close()
+
+
+def test_lmdb_readers_full_says_who_holds_the_slots(tmp_path):
+    """When live transactions hold every slot, the error says so, and how
+    many are this engine's."""
+    pytest.importorskip('lmdb')
+    path = str(tmp_path / 'db')
+    eng = LmdbEngine(path, max_readers=4, sync=False)
+    try:
+        eng.put(b'k', b'v')
+        txn = eng.begin()
+        iterators = [eng.items(), eng.keys()]
+        for it in iterators:
+            next(it)                    # each holds a read transaction
+        assert eng.get(b'k') == b'v'    # the fourth slot is free
+        last = eng.begin()
+        for begin in (eng.begin, lambda: eng.get(b'k'), eng.items):
+            with pytest.raises(ReadersFullError) as info:
+                begin()
+            message = str(info.value)
+            assert isinstance(info.value, EngineError)
+            assert isinstance(info.value, OSError)
+            assert 'all 4 reader slots' in message and path in message
+            assert 'This engine holds 4 open read transactions' in message
+            assert 'other processes hold' not in message
+            assert 'Close unfinished iterators and transactions' in message
+            assert 'larger max_readers=' in message
+        for it in iterators:
+            it.close()
+        txn.abort()
+        last.abort()
+        with eng.begin() as txn:        # free again
+            assert txn.get(b'k') == b'v'
+    finally:
+        eng.close()
+
+
+@needs_sigkill
+def test_lmdb_readers_full_counts_other_processes(tmp_path):
+    """Live readers of another process are not freed, and are counted."""
+    pytest.importorskip('lmdb')
+    path = str(tmp_path / 'db')
+    eng = LmdbEngine(path, max_readers=4, sync=False)
+    try:
+        eng.put(b'k', b'v')
+        procs = start_readers(path, 1, each=3)
+        try:
+            mine = eng.begin()
+            with pytest.raises(ReadersFullError) as info:
+                eng.begin()
+            message = str(info.value)
+            assert 'This engine holds 1 open read transaction (' in message
+            assert f'other processes hold 3 (pids {procs[0].pid})' in message
+            mine.abort()
+        finally:
+            stop(procs)
+        held = [eng.begin() for _ in range(4)]      # theirs are freed now
+        for txn in held:
+            txn.abort()
+    finally:
+        eng.close()
+
+
+@needs_sigkill
+def test_lmdb_write_frees_a_killed_readers_snapshot(tmp_path):
+    """A killed reader pinned its snapshot: every update of a value took new
+    pages and data.mdb grew without bound. Write transactions free dead
+    readers' slots at most every reader_check_interval seconds."""
+    pytest.importorskip('lmdb')
+    path = str(tmp_path / 'db')
+    data = tmp_path / 'db' / 'data.mdb'
+    eng = LmdbEngine(path, sync=False)
+    try:
+        eng.reader_check_interval = 1e9         # no checks: the old behaviour
+        eng.put(b'k', b'0' * 8000)
+        stop(start_readers(path, 1))
+        before = data.stat().st_size
+        for i in range(300):
+            eng.put(b'k', b'%d' % i * 8000)
+        pinned = data.stat().st_size - before
+        assert pinned > 300 * 8000              # no page was reused
+        eng.reader_check_interval = 0           # check at every write
+        stop(start_readers(path, 1))
+        before = data.stat().st_size
+        for i in range(300):
+            eng.put(b'k', b'%d' % i * 8000)
+        assert data.stat().st_size - before < pinned // 10
+    finally:
+        eng.close()

@@ -1,14 +1,24 @@
 """The engine base classes: :class:`Engine` and :class:`EngineTransaction`.
 
 They hold what every engine shares: argument and state checks, the writer
-lock, the auto-commit engine methods and invalidation on close. The
-interface they implement is described in :mod:`centidb.engines`.
+lock, the auto-commit engine methods and invalidation on close; and, for
+the engines on disk, the checks of a database directory before it is
+opened. The interface they implement is described in
+:mod:`centidb.engines`.
 """
 
+import os
+import stat
 import threading
 import weakref
 
-from centidb.errors import EngineClosedError, TransactionError
+from centidb.errors import (
+    DatabaseNotFoundError,
+    DatabasePathError,
+    DatabasePermissionError,
+    EngineClosedError,
+    TransactionError,
+)
 
 __all__ = ['Engine', 'EngineTransaction', 'Transaction']
 
@@ -28,6 +38,124 @@ def _bad_key(key):
     if type(key) is not bytes:
         _not_bytes('key', key)
     raise ValueError('key must not be empty: engines store non-empty keys only')
+
+
+def _file_on_path(path):
+    """The first existing one of ``path`` and its parents, if not a directory."""
+    path = os.path.abspath(path)
+    while not os.path.lexists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return None if os.path.isdir(path) else path
+
+
+def _missing_parent(path):
+    """The parent directory of ``path`` if it does not exist, else None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    return None if os.path.isdir(parent) else parent
+
+
+def _make_directories(path, what):
+    """``os.makedirs(path)``, raising a DatabasePathError that says why not."""
+    try:
+        os.makedirs(path, exist_ok=True)
+    except PermissionError as exc:
+        raise DatabasePermissionError(
+            f'cannot create the {what} database directory {path!r}: '
+            f'permission denied') from exc
+    except OSError as exc:
+        blocker = _file_on_path(path)
+        if blocker is not None:
+            raise DatabasePathError(
+                f'cannot create the {what} database directory {path!r}: '
+                f'{blocker!r} is a file, not a directory') from exc
+        raise DatabasePathError(
+            f'cannot create the {what} database directory {path!r}: {exc}'
+        ) from exc
+
+
+def _prepare_directory(path, *, what, create, marker, own_name, others):
+    """Check that ``path`` is a directory holding a ``what`` database.
+
+    Before a disk engine opens ``path``, this turns every wrong path into
+    an error that names it and what is wrong. If the database does not
+    exist and ``create`` is true, the directory (and its parents) is made.
+    Hidden files (``.name``) are ignored.
+
+    :param path: the database directory.
+    :param what: the database's name in messages (``'LevelDB'``).
+    :param create: true to create a missing database.
+    :param marker: the file whose presence means the database exists.
+    :param own_name: ``(name) -> bool``: is it a file the engine makes?
+    :param others: ``{file: (description, engine)}``: a file that marks
+        another kind of database, what that is and which engine opens it.
+    :returns: True if the database exists (``marker`` is there).
+    :raises ~centidb.errors.DatabaseNotFoundError: there is no database and
+        ``create`` is false.
+    :raises ~centidb.errors.DatabasePermissionError: this process may not
+        reach, read or create the directory.
+    :raises ~centidb.errors.DatabasePathError: ``path`` or a parent is a
+        file, or the directory holds another database or other files.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None     # missing, or a parent is a file: told apart below
+    except PermissionError as exc:
+        raise DatabasePermissionError(
+            f'cannot reach the {what} database at {path!r}: permission '
+            f'denied on one of its parent directories') from exc
+    if mode is None:
+        blocker = _file_on_path(path)
+        if blocker is not None:
+            raise DatabasePathError(
+                f'no {what} database can be at {path!r}: {blocker!r} is a '
+                f'file, not a directory')
+        if not create:
+            parent = _missing_parent(path)
+            also = '' if parent is None else (
+                f' (its parent directory {parent!r} does not exist either)')
+            raise DatabaseNotFoundError(
+                f'no {what} database at {path!r}{also}; pass '
+                f'create_if_missing=True to create one')
+        _make_directories(path, what)
+        return False
+    if not stat.S_ISDIR(mode):
+        raise DatabasePathError(
+            f'{path!r} is a file, not a directory: {what} keeps each '
+            f'database in a directory of its own; pass the path of a '
+            f'database directory, or of a new one to create')
+    try:
+        names = os.listdir(path)
+    except PermissionError as exc:
+        raise DatabasePermissionError(
+            f'cannot open the {what} database at {path!r}: permission '
+            f'denied to read the directory') from exc
+    if marker in names:
+        return True
+    for name in sorted(others):
+        if name in names:
+            description, engine = others[name]
+            raise DatabasePathError(
+                f'{path!r} holds {description}, which {what} cannot open: '
+                f'open it with {engine}')
+    strangers = sorted(name for name in names
+                       if not name.startswith('.') and not own_name(name))
+    listed = ', '.join(map(repr, strangers[:5]))
+    if len(strangers) > 5:
+        listed += f' and {len(strangers) - 5} more'
+    if not create:
+        held = f' (it holds other files: {listed})' if strangers else ''
+        raise DatabaseNotFoundError(
+            f'no {what} database at {path!r}{held}; pass '
+            f'create_if_missing=True to create one')
+    if strangers:
+        raise DatabasePathError(
+            f'{path!r} holds no {what} database but other files ({listed}); '
+            f'not creating one among them: pass a new or empty directory')
+    return False
 
 
 def _check_bounds(lo, hi):
@@ -380,7 +508,8 @@ class Engine:
         :raises ~centidb.errors.TransactionError: if `write` and this thread
             already holds a write transaction on this engine.
         :raises ~centidb.errors.EngineError: if the engine cannot start one
-            (:class:`LmdbEngine`: too many open read transactions).
+            (:class:`LmdbEngine`: :class:`~centidb.errors.ReadersFullError`
+            when live read transactions hold every reader slot).
         """
         if self._closed:
             raise self._closed_error()

@@ -3,6 +3,7 @@
 import collections
 import itertools
 import os
+import re
 
 from centidb.engines.base import (
     _OPEN,
@@ -10,11 +11,14 @@ from centidb.engines.base import (
     EngineTransaction,
     _bad_key,
     _check_bounds,
+    _prepare_directory,
 )
 from centidb.engines.writelog import TOMBSTONE, _WriteLog, merge_overlay
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
+    DatabasePathError,
+    DatabasePermissionError,
     EngineError,
 )
 
@@ -26,11 +30,46 @@ except ImportError:  # pragma: no cover - depends on the installation
 __all__ = ['PlyvelEngine']
 
 
+# The files LevelDB keeps in a database directory, and what marks another
+# kind of database in a directory given to PlyvelEngine.
+_LEVELDB_FILE = re.compile(
+    r'(CURRENT|LOCK|LOG|LOG\.old|MANIFEST-\d+|\d+\.(log|ldb|sst|dbtmp))\Z')
+_NOT_LEVELDB = {'data.mdb': ('an LMDB database (data.mdb)', 'LmdbEngine')}
+
+
 def _plyvel_message(exc):
     arg = exc.args[0] if exc.args else ''
     if isinstance(arg, bytes):
         return arg.decode('utf-8', 'replace')
     return str(arg)
+
+
+def _open_error(path, exc, existed):
+    """The error to raise for ``exc``, raised by ``plyvel.DB(path)``.
+
+    ``existed``: the directory held a database (a ``CURRENT`` file).
+    """
+    message = _plyvel_message(exc)
+    # LevelDB's LockFile() reports "lock <path>: why"; a failure to open
+    # the LOCK file names the file alone.
+    if message.startswith('IO error: lock '):
+        return DatabaseLockedError(
+            f'LevelDB database {path!r} is locked: another process or '
+            f'another open handle in this process is using it ({message})')
+    if 'Permission denied' in message:
+        return DatabasePermissionError(
+            f'cannot open the LevelDB database at {path!r}: permission '
+            f'denied ({message}); LevelDB reads and writes the files in its '
+            f'directory')
+    if 'does not exist' in message:
+        return DatabaseNotFoundError(
+            f'no LevelDB database at {path!r}; pass create_if_missing=True '
+            f'to create one')
+    if existed or isinstance(exc, plyvel.CorruptionError):
+        return DatabasePathError(
+            f'{path!r} does not hold a LevelDB database that LevelDB can '
+            f'read (it is damaged, or not LevelDB\'s): {message}')
+    return EngineError(f'cannot open LevelDB database {path!r}: {message}')
 
 
 def _plyvel_items(snapshot, lo, hi, reverse):
@@ -75,6 +114,10 @@ class PlyvelEngine(Engine):
         exist and `create_if_missing` is false.
     :raises ~centidb.errors.DatabaseLockedError: if the database is open
         elsewhere (another process or handle).
+    :raises ~centidb.errors.DatabasePathError: if `name` is a file, a parent
+        of it is a file, or it holds something other than a LevelDB database
+        (:class:`~centidb.errors.DatabasePermissionError`: if this process
+        may not use it).
     :raises ~centidb.errors.EngineError: if LevelDB cannot open it for
         another reason.
     :raises ImportError: if plyvel is not installed.
@@ -88,32 +131,16 @@ class PlyvelEngine(Engine):
         super().__init__()
         self.path = os.fspath(name)
         self.sync = bool(sync)
-        if create_if_missing:
-            parent = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(parent, exist_ok=True)
+        existed = _prepare_directory(
+            self.path, what='LevelDB', create=create_if_missing,
+            marker='CURRENT', own_name=_LEVELDB_FILE.match,
+            others=_NOT_LEVELDB)
         try:
             self._db = plyvel.DB(
                 self.path, create_if_missing=create_if_missing,
                 **plyvel_options)
-        except plyvel.IOError as exc:
-            message = _plyvel_message(exc)
-            if 'lock' in message.lower():
-                raise DatabaseLockedError(
-                    f'LevelDB database {self.path!r} is locked: another '
-                    f'process or another open handle in this process is '
-                    f'using it ({message})') from exc
-            raise EngineError(
-                f'cannot open LevelDB database {self.path!r}: {message}'
-            ) from exc
         except plyvel.Error as exc:
-            message = _plyvel_message(exc)
-            if 'does not exist' in message:
-                raise DatabaseNotFoundError(
-                    f'no LevelDB database at {self.path!r}; pass '
-                    f'create_if_missing=True to create one') from exc
-            raise EngineError(
-                f'cannot open LevelDB database {self.path!r}: {message}'
-            ) from exc
+            raise _open_error(self.path, exc, existed) from exc
 
     def _describe(self):
         return f'{type(self).__name__}({self.path!r})'

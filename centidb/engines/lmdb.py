@@ -3,8 +3,10 @@
 ``import lmdb`` below is absolute: it gets py-lmdb, never this module.
 """
 
+import collections
 import os
 import threading
+import time
 
 from centidb.engines.base import (
     _OPEN,
@@ -12,13 +14,19 @@ from centidb.engines.base import (
     EngineTransaction,
     _bad_key,
     _check_bounds,
+    _file_on_path,
+    _make_directories,
     _not_bytes,
+    _prepare_directory,
 )
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
+    DatabasePathError,
+    DatabasePermissionError,
     EngineError,
     MapFullError,
+    ReadersFullError,
     TransactionError,
 )
 
@@ -31,6 +39,11 @@ __all__ = ['DEFAULT_MAP_SIZE', 'LmdbEngine']
 
 #: Default LMDB map size: 64 MiB.
 DEFAULT_MAP_SIZE = 64 << 20
+
+# The files LMDB keeps in a database directory, and what marks another kind
+# of database in a directory given to LmdbEngine.
+_LMDB_FILES = frozenset(['data.mdb', 'lock.mdb'])
+_NOT_LMDB = {'CURRENT': ('a LevelDB database (CURRENT)', 'PlyvelEngine')}
 
 
 class LmdbEngine(Engine):
@@ -51,17 +64,37 @@ class LmdbEngine(Engine):
         this process, so autogrow is meant for single-process use.
     :param sync: false trades durability of the last commits for speed.
     :param lmdb_options: other keyword options, passed to ``lmdb.open``
-        (not ``create``).
+        (not ``create``), such as ``max_readers`` (126 by default): how many
+        read transactions all processes together may hold open. The first
+        process to open the database sets it for every process until none
+        has it open.
     :raises ~centidb.errors.DatabaseNotFoundError: if the database does not
         exist and `create_if_missing` is false.
     :raises ~centidb.errors.DatabaseLockedError: if this process already has
         the database open.
+    :raises ~centidb.errors.DatabasePathError: if `path` is a file (a
+        directory with ``subdir=False``), a parent of it is a file, or it
+        holds something other than an LMDB database
+        (:class:`~centidb.errors.DatabasePermissionError`: if this process
+        may not use it).
     :raises ~centidb.errors.EngineError: if LMDB cannot open it for another
         reason.
     :raises ValueError: if `map_size` is not a positive ``int``.
     :raises TypeError: if ``create`` is passed.
     :raises ImportError: if lmdb is not installed.
+
+    A process that dies holding a read transaction leaves its slot in LMDB's
+    reader table taken, and the snapshot it read kept. The engine frees such
+    slots (``reader_check()``) when it opens, when a read transaction finds
+    the table full, and at the first ``begin(write=True)`` after
+    :attr:`reader_check_interval` seconds.
     """
+
+    #: Seconds between the checks for reader slots of dead processes made by
+    #: ``begin(write=True)``; 0 checks at every write transaction. A check
+    #: costs well under a microsecond when no other process reads, and about
+    #: one microsecond for each other process that does.
+    reader_check_interval = 1.0
 
     def __init__(self, path, *, map_size=DEFAULT_MAP_SIZE,
                  create_if_missing=True, autogrow=True, sync=True,
@@ -78,34 +111,105 @@ class LmdbEngine(Engine):
         super().__init__()
         self.path = os.fspath(path)
         self.autogrow = bool(autogrow)
-        subdir = lmdb_options.setdefault('subdir', True)
-        data_file = self.path
-        if subdir:
+        if lmdb_options.setdefault('subdir', True):
             data_file = os.path.join(self.path, 'data.mdb')
-        if not os.path.exists(data_file):
-            if not create_if_missing:
-                raise DatabaseNotFoundError(
-                    f'no LMDB database at {self.path!r}; pass '
-                    f'create_if_missing=True to create one')
-            directory = self.path if subdir else os.path.dirname(self.path)
-            os.makedirs(directory or '.', exist_ok=True)
+            _prepare_directory(
+                self.path, what='LMDB', create=create_if_missing,
+                marker='data.mdb', own_name=_LMDB_FILES.__contains__,
+                others=_NOT_LMDB)
+        else:
+            data_file = self.path
+            self._prepare_file(create_if_missing)
         try:
             self._env = lmdb.open(self.path, map_size=map_size,
                                   create=create_if_missing, sync=sync,
                                   **lmdb_options)
-        except lmdb.Error as exc:
-            if 'already open' in str(exc):
-                raise DatabaseLockedError(
-                    f'LMDB database {self.path!r} is already open in this '
-                    f'process; share that engine instead') from exc
-            raise EngineError(
-                f'cannot open LMDB database {self.path!r}: {exc}') from exc
+        except (lmdb.Error, OSError) as exc:
+            raise self._open_error(exc, data_file) from exc
+        self._last_reader_check = 0.0
+        self._check_readers()
         self._page_size = self._env.stat()['psize']
         self.max_key_size = self._env.max_key_size()
         # LMDB can only resize the map while this process has no open
         # transaction: count them, and grow under the same lock.
         self._active = 0
         self._active_lock = threading.Lock()
+
+    def _prepare_file(self, create):
+        """Check the data file's path for ``subdir=False``; make its directory."""
+        if os.path.isdir(self.path):
+            raise DatabasePathError(
+                f'{self.path!r} is a directory, but with subdir=False LMDB '
+                f'takes the path of its data file; pass that, or drop '
+                f'subdir=False to keep the database in this directory')
+        if not os.path.exists(self.path):
+            blocker = _file_on_path(os.path.dirname(os.path.abspath(self.path)))
+            if blocker is not None:
+                raise DatabasePathError(
+                    f'{self.path!r} cannot be an LMDB data file: {blocker!r} '
+                    f'is a file, not a directory')
+            if not create:
+                raise DatabaseNotFoundError(
+                    f'no LMDB database at {self.path!r}; pass '
+                    f'create_if_missing=True to create one')
+            _make_directories(os.path.dirname(self.path) or '.', 'LMDB')
+
+    def _open_error(self, exc, data_file):
+        """The error to raise for ``exc``, raised by ``lmdb.open``."""
+        path = self.path
+        if 'already open' in str(exc):
+            return DatabaseLockedError(
+                f'LMDB database {path!r} is already open in this process; '
+                f'share that engine instead')
+        if (isinstance(exc, (lmdb.ReadonlyError, PermissionError))
+                or 'Permission denied' in str(exc)):
+            return DatabasePermissionError(
+                f'cannot open the LMDB database at {path!r}: permission '
+                f'denied ({exc}); LMDB reads and writes its data file and '
+                f'its lock file')
+        if os.path.isdir(data_file):
+            return DatabasePathError(
+                f'{data_file!r} is a directory, not the data file of an LMDB '
+                f'database')
+        if isinstance(exc, lmdb.InvalidError):
+            return DatabasePathError(
+                f'{data_file!r} is not an LMDB data file, or is damaged: {exc}')
+        if isinstance(exc, (FileExistsError, IsADirectoryError,
+                            NotADirectoryError)) or any(
+                problem in str(exc)
+                for problem in ('Is a directory', 'Not a directory')):
+            return DatabasePathError(
+                f'cannot open the LMDB database at {path!r}: {exc}')
+        return EngineError(f'cannot open LMDB database {path!r}: {exc}')
+
+    def _check_readers(self):
+        """Free the reader slots of dead processes (``reader_check()``)."""
+        self._last_reader_check = time.monotonic()
+        return self._env.reader_check()
+
+    def _readers_full_error(self):
+        slots = self._env.info()['max_readers']
+        with self._txns_lock:
+            mine = sum(1 for txn in self._txns
+                       if not txn.write and txn.state is _OPEN)
+        held = _reader_slots(self._env.readers())
+        held.pop(os.getpid(), None)
+        others = ''
+        if held:
+            pids = ', '.join(map(str, sorted(held)[:10]))
+            if len(held) > 10:
+                pids += ', ...'
+            others = (f'; other processes hold {sum(held.values())} '
+                      f'(pids {pids})')
+        return ReadersFullError(
+            f'all {slots} reader slots of LMDB database {self.path!r} are '
+            f'held by live read transactions of this or other processes '
+            f'(slots of dead processes were freed first). This engine holds '
+            f'{mine} open read transaction{"" if mine == 1 else "s"} (an '
+            f'iterator neither exhausted nor closed holds one){others}. '
+            f'Close unfinished iterators and transactions, or open the '
+            f'database with a larger max_readers= (now {slots}; the first '
+            f'process to open it sets the size for all)')
 
     def _describe(self):
         return f'{type(self).__name__}({self.path!r})'
@@ -120,9 +224,13 @@ class LmdbEngine(Engine):
             raise self._closed_error()
         return self._env.info()['map_size']
 
-    def _begin(self, write):
-        if write and self.autogrow:
-            self._grow()
+    def _begin(self, write, retry=True):
+        if write:
+            if (time.monotonic() - self._last_reader_check
+                    >= self.reader_check_interval):
+                self._check_readers()
+            if self.autogrow:
+                self._grow()
         with self._active_lock:
             self._active += 1
         try:
@@ -137,10 +245,10 @@ class LmdbEngine(Engine):
             return self._begin(write)
         except lmdb.ReadersFullError as exc:
             self._release_active()
-            raise EngineError(
-                f'too many read transactions open on LMDB database {self.path!r} '
-                f'(max_readers={self._env.info()["max_readers"]}): close unfinished '
-                f'iterators, or reopen with a larger max_readers=') from exc
+            if retry:   # a dead process may hold the slots: free them, retry
+                self._check_readers()
+                return self._begin(write, retry=False)
+            raise self._readers_full_error() from exc
         except BaseException:
             self._release_active()
             raise
@@ -212,8 +320,8 @@ class LmdbEngine(Engine):
                 return txn.get(key)
         except lmdb.BadValsizeError:
             return None  # too long to have been stored
-        except lmdb.MapResizedError:
-            pass    # another process grew the map: the general path follows it
+        except (lmdb.MapResizedError, lmdb.ReadersFullError):
+            pass    # the general path follows the map, or frees reader slots
         finally:
             self._release_active()
         return super().get(key)
@@ -383,6 +491,16 @@ class _LmdbTransaction(EngineTransaction):
         if self._txn is not None:
             self._txn = self._cursor = self._fast_get = self._fast_put_many = None
             self.engine._release_active()
+
+
+def _reader_slots(table):
+    """Count the slots each pid holds in ``Environment.readers()`` text."""
+    slots = collections.Counter()
+    for line in table.splitlines()[1:]:
+        fields = line.split()
+        if fields and fields[0].isdigit():
+            slots[int(fields[0])] += 1
+    return slots
 
 
 def _seek_after(cursor, key):
