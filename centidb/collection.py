@@ -418,7 +418,7 @@ class Collection(Queryable):
             record packed with a packer not registered in this session.
         """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
-        return _decoded_items(pairs, self._name, len(self.prefix), self._records.decoded)
+        return _decoded_items(pairs, self._name, len(self.prefix), self._records)
 
     @query_doc('key')
     def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
@@ -442,7 +442,7 @@ class Collection(Queryable):
             record packed with a packer not registered in this session.
         """
         pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
-        return _decoded_values(pairs, self._records.decoded)
+        return _decoded_values(pairs, self._records)
 
     def _matches(self, txn, lo, hi, prefix, reverse, max, include):
         return self._iter(txn, lo, hi, prefix, reverse, max, include)
@@ -451,28 +451,43 @@ class Collection(Queryable):
         return self.count()
 
 
-def _key(name, key_bytes, start):
-    """The key tuple of a record's engine key, naming the collection if it is corrupt."""
-    try:
-        return keylib.unpacks(key_bytes[start:])
-    except CorruptKeyError as exc:
-        raise CorruptKeyError(f'collection {name!r}: a record key is corrupt ({exc}): '
-                              f'{bytes(key_bytes)!r}') from None
+def _corrupt_key(name, key_bytes, exc):
+    return CorruptKeyError(f'collection {name!r}: a record key is corrupt ({exc}): '
+                           f'{bytes(key_bytes)!r}')
 
 
-def _decoded_items(pairs, name, start, decoded):
+def _decoded_items(pairs, name, start, records):
+    unpacks, decode = keylib.unpacks, records.decode
     for key_bytes, stored in pairs:
-        yield _key(name, key_bytes, start), decoded(key_bytes, stored)
+        try:
+            key = unpacks(key_bytes[start:])
+        except CorruptKeyError as exc:
+            raise _corrupt_key(name, key_bytes, exc) from None
+        try:
+            value = decode(stored)
+        except Exception:
+            value = records.decoded(key_bytes, stored)      # raises the right error
+        yield key, value
 
 
 def _decoded_keys(pairs, name, start):
+    unpacks = keylib.unpacks
     for key_bytes, _ in pairs:
-        yield _key(name, key_bytes, start)
+        try:
+            key = unpacks(key_bytes[start:])
+        except CorruptKeyError as exc:
+            raise _corrupt_key(name, key_bytes, exc) from None
+        yield key
 
 
-def _decoded_values(pairs, decoded):
+def _decoded_values(pairs, records):
+    decode = records.decode
     for key_bytes, stored in pairs:
-        yield decoded(key_bytes, stored)
+        try:
+            value = decode(stored)
+        except Exception:
+            value = records.decoded(key_bytes, stored)      # raises the right error
+        yield value
 
 
 class _Detached:
