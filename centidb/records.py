@@ -698,13 +698,10 @@ class Records:
         else:
             entries = [head + entry_tail for head in heads]
         self.check_key_sizes(key, key_bytes, entries)
-        if keys.kind == 'auto' and heads is None and len(key) == 1 and type(key[0]) is int:
-            # The counter stays above every (n,) key, so it never hands out a used one.
-            keys.at_least(etxn, key[0] + 1)
-        batched_old = self.view.split(etxn, key_bytes) if self.batched else None
+        old_entries = None
         # Without indexes there are no stale entries to find: skip the read.
         if not blind and self.indexes:
-            old = etxn.get(key_bytes) if batched_old is None else batched_old
+            old = self.stored(etxn, key_bytes)
             if old is not None:
                 if (old_record is not None and old_record.coll is self.coll
                         and old_record._indexes is self.indexes
@@ -712,7 +709,13 @@ class Records:
                     old_entries = old_record._entries
                 else:
                     old_entries = self.old_entries(old, entry_tail)
-                delete_stale(etxn, old_entries, entries)
+        # Everything that can fail has run: from here on, writes.
+        if keys.kind == 'auto' and heads is None and len(key) == 1 and type(key[0]) is int:
+            # The counter stays above every (n,) key, so it never hands out a used one.
+            keys.at_least(etxn, key[0] + 1)
+        if self.batched:
+            self.view.split(etxn, key_bytes)
+        delete_stale(etxn, old_entries, entries)
         writes = [(key_bytes, value)]
         writes += [(entry, _EMPTY) for entry in entries]
         etxn._put_many(writes)
@@ -727,15 +730,16 @@ class Records:
         """
         self.check_writable()
         key_bytes = keylib.packs(key, self.prefix)
-        old = etxn.get(key_bytes)
+        plain = etxn.get(key_bytes)
+        old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
         if old is None:
-            if not self.batched:
-                return None
-            old = self.view.split(etxn, key_bytes, rejoin=True)
-            if old is None:
-                return None
+            return None
         data = self.decoded(key_bytes, old)
-        for entry in self.entries(data, self.entry_tail(key_bytes)):
+        entries = self.entries(data, self.entry_tail(key_bytes))
+        # Everything that can fail has run: from here on, writes.
+        if plain is None:
+            self.view.split(etxn, key_bytes, rejoin=True)
+        for entry in entries:
             etxn.delete(entry)
         etxn.delete(key_bytes)
         return Record(self.coll, data, key)
