@@ -212,9 +212,13 @@ cdef class RecordReader:
     def get(self, txn, key, default):
         """Mirrors centidb.records.RecordReader.get."""
         key_bytes = pack_entry(as_key(key), self.prefix, b'')
-        stored = self.stored(checked_engine_txn(self.txns, self.txn_class, txn, False),
-                             key_bytes)
-        return default if stored is None else self.decode_stored(key_bytes, stored)
+        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
+        stored = self.stored(etxn, key_bytes)
+        if stored is None and not self.batched:
+            stored = self.batch_get(etxn, key_bytes)
+        if stored is None:
+            return default
+        return self.decode_stored(key_bytes, stored)
 
     def index_get(self, txn, bytes index_prefix, index_name, x, default):
         """Mirrors centidb.records.RecordReader.index_get."""
@@ -226,6 +230,8 @@ cdef class RecordReader:
         entry = found[0]
         key_bytes = self.prefix + entry[PyBytes_GET_SIZE(packed) + 1:]
         stored = self.stored(etxn, key_bytes)
+        if stored is None and not self.batched:
+            stored = self.batch_get(etxn, key_bytes)
         if stored is None:
             raise self.missing(index_name, unpacks(key_bytes, self.prefix))
         return self.decode_stored(key_bytes, stored)
@@ -239,10 +245,10 @@ cdef class RecordReader:
                 raise self.corrupt_entry(entry)
             key_bytes = pack_entry(parts[1], self.prefix, b'')
             stored = self.stored(etxn, key_bytes)
-            if stored is None:
+            if stored is None and not self.batched:
                 stored = self.batch_get(etxn, key_bytes)
-                if stored is None:
-                    raise self.missing(index_name, parts[1])
+            if stored is None:
+                raise self.missing(index_name, parts[1])
             if items:
                 yield parts[0], self.decode_stored(key_bytes, stored)
             else:

@@ -383,6 +383,13 @@ class Catalog:
             ids[name] = _field(_load(value, what), 'id', int, what)
         return ids
 
+    def next_prefix_id(self, etxn):
+        """The prefix id the next collection or index will get (nothing is written).
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        """
+        return _bump(etxn, keylib.packs(_PREFIX_COUNTER), 0, 1, 'the prefix counter')
+
     def create_index(self, txn, coll_id, name):
         """Number and store a new index of collection `coll_id`; return its id.
 

@@ -106,7 +106,7 @@ class Collection(Queryable):
         return self._catalog.packer(packer_id, self._name)
 
     def _next_key(self, etxn):
-        return self._catalog.counter(etxn, self._counter_name, 1, 1)
+        return self._catalog.counter(etxn, self._counter_name, 0, 1)
 
     def _at_least(self, etxn, n):
         self._catalog.raise_counter(etxn, self._counter_name, n)

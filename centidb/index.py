@@ -234,15 +234,12 @@ class IndexSet:
                 index = Index(self.coll, name, index_id, func, self.txns)
                 self._bind(index)
                 return index
-            index_id = self.catalog.create_index(txn, self.coll_id, name)
+            index_id = self.catalog.next_prefix_id(etxn)
             index = Index(self.coll, name, index_id, func, self.txns)
-            try:
-                self.fill(etxn, func, index.prefix)
-            except BaseException:
-                # A transaction the caller owns goes on: take the index out again.
-                delete_index_entries(etxn, index.prefix)
-                self.catalog.delete_index(txn, self.coll_id, name)
-                raise
+            # Writes nothing unless every record's entries could be made, so a
+            # failure leaves a transaction the caller owns as it was.
+            self.fill(etxn, func, index.prefix)
+            self.catalog.create_index(txn, self.coll_id, name)
             # Bound before the commit, so no writer slips in between.
             self._bind(index)
             txn.undo.append(lambda: self._unbind(name) if self.added.get(name) is index

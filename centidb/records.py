@@ -275,8 +275,8 @@ class RecordReader:
     :param limit: the engine's longest key, or None.
     :param batched: True if the collection holds batches.
     :param batch_get: ``batch_get(engine txn, key bytes)`` reads a record
-        in a batch or not; index scans also use it for a record a
-        ``batch()`` moved while they ran.
+        in a batch or not; reads try it when the plain read misses, for a
+        record a ``batch()`` moved, in this transaction or another process.
     :param missing: ``missing(index name, key)`` returns the error for an
         entry pointing at a missing record.
     :param corrupt_entry: ``corrupt_entry(entry)`` returns the error for an
@@ -321,7 +321,12 @@ class RecordReader:
         key_bytes = keylib.packs(as_key(key), self.prefix)
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
         stored = self._stored(etxn, key_bytes)
-        return default if stored is None else self._decoded(key_bytes, stored)
+        if stored is None and not self.batched:
+            # Another process may have batched the collection since it was opened.
+            stored = self.batch_get(etxn, key_bytes)
+        if stored is None:
+            return default
+        return self._decoded(key_bytes, stored)
 
     def _decoded(self, key_bytes, stored):
         try:
@@ -352,6 +357,8 @@ class RecordReader:
             return default
         key_bytes = self.prefix + found[0][len(packed) + 1:]
         stored = self._stored(etxn, key_bytes)
+        if stored is None and not self.batched:
+            stored = self.batch_get(etxn, key_bytes)
         if stored is None:
             raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
         return self._decoded(key_bytes, stored)
@@ -378,11 +385,11 @@ class RecordReader:
                 raise self.corrupt_entry(entry)
             key_bytes = keylib.packs(parts[1], self.prefix)
             stored = self._stored(etxn, key_bytes)
-            if stored is None:
-                # A batch() in this transaction may have moved the record.
+            if stored is None and not self.batched:
+                # A batch() (in this transaction or another process) may have moved it.
                 stored = self.batch_get(etxn, key_bytes)
-                if stored is None:
-                    raise self.missing(index_name, parts[1])
+            if stored is None:
+                raise self.missing(index_name, parts[1])
             if items:
                 yield parts[0], self._decoded(key_bytes, stored)
             else:
@@ -396,7 +403,8 @@ class KeySource:
         recorded for the collection.
     :param key_func: ``key_func(record)``, or None.
     :param txn_key_func: ``txn_key_func(txn, record)``, or None.
-    :param next_key: ``next_key(engine txn)`` takes the next counter value.
+    :param next_key: ``next_key(engine txn)`` reads the counter's value,
+        the next auto-increment key (``at_least`` then moves it on).
     :param at_least: ``at_least(engine txn, n)`` raises the counter to `n`.
     """
 
@@ -561,7 +569,11 @@ class Records:
         """
         if self.batched:
             return self.view.get(etxn, key_bytes)
-        return etxn.get(key_bytes)
+        stored = etxn.get(key_bytes)
+        if stored is None:
+            # Another process may have batched the collection since it was opened.
+            return self.view.get(etxn, key_bytes)
+        return stored
 
     def read(self, txn, etxn, key, default, encoded, rec):
         """Read the record under `key`; see ``Collection.get``.
@@ -690,7 +702,7 @@ class Records:
         else:
             # The counter moves only once all user code has succeeded.
             heads = index_entries(self.specs, indexed, _EMPTY)
-            key = (keys.next_key(etxn),)
+            key = (keys.next_key(etxn),)       # read now, moved on below
         key_bytes = keylib.packs(key, self.prefix)
         entry_tail = self.entry_tail(key_bytes)
         if heads is None:
@@ -710,7 +722,7 @@ class Records:
                 else:
                     old_entries = self.old_entries(old, entry_tail)
         # Everything that can fail has run: from here on, writes.
-        if keys.kind == 'auto' and heads is None and len(key) == 1 and type(key[0]) is int:
+        if keys.kind == 'auto' and len(key) == 1 and type(key[0]) is int:
             # The counter stays above every (n,) key, so it never hands out a used one.
             keys.at_least(etxn, key[0] + 1)
         if self.batched:
@@ -753,10 +765,13 @@ class Records:
         """
         lo, hi = keylib.prefix_range((), self.prefix)
         specs = ((func, index_prefix),)
-        for key_bytes, stored in list(self.items(etxn, lo, hi, False)):
+        entries = []
+        for key_bytes, stored in self.items(etxn, lo, hi, False):
             data = self.decoded(key_bytes, stored)
-            for entry in index_entries(specs, data, self.entry_tail(key_bytes)):
-                etxn.put(entry, _EMPTY)
+            entries += index_entries(specs, data, self.entry_tail(key_bytes))
+        # Every call of `func` has succeeded: only now write.
+        for entry in entries:
+            etxn.put(entry, _EMPTY)
 
 
 def corrupt_entry_error(entry):

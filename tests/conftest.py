@@ -1,4 +1,6 @@
-"""Test configuration: the codec implementation under test and hypothesis."""
+"""Test configuration: the codec implementation under test, hypothesis, and
+the store fixtures the document-layer tests share (helpers in ``stores.py``).
+"""
 
 import os
 
@@ -6,6 +8,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from centidb import keylib
+
+from stores import DISK_ENGINE_NAMES, ENGINE_NAMES, by_id, open_store, tag_of
 
 settings.register_profile(
     'ci', derandomize=True, deadline=None, max_examples=200,
@@ -30,3 +34,28 @@ def pytest_sessionstart(session):
     if _flag('CENTIDB_NO_SPEEDUPS') and keylib.IMPL != 'python':
         pytest.exit('CENTIDB_NO_SPEEDUPS=1 but keylib.IMPL is '
                     f'{keylib.IMPL!r}', returncode=3)
+
+
+# --- store fixtures ----------------------------------------------------------
+
+@pytest.fixture(params=ENGINE_NAMES)
+def store(request, tmp_path):
+    """A fresh store on each engine, closed afterwards."""
+    store = open_store(request.param, tmp_path)
+    yield store
+    store.close()
+
+
+@pytest.fixture
+def docs(store):
+    """A collection keyed by ``id`` with an index on ``tag``, holding one record."""
+    coll = store.collection('docs', key_func=by_id)
+    coll.add_index('tag', tag_of)
+    coll.put({'id': 1, 'tag': 'a'})
+    return coll
+
+
+@pytest.fixture(params=DISK_ENGINE_NAMES)
+def reopen(request, tmp_path):
+    """A function opening the same on-disk store again (close the last first)."""
+    return lambda: open_store(request.param, tmp_path)

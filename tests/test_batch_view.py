@@ -1,6 +1,10 @@
-"""Regression tests for batch-compression bugs found in review.
+"""centidb.batches.BatchView: reads and writes through a collection's batches, on every engine.
 
-Each test is a minimal reproducer; the comments name the code at fault.
+Iterators that survive puts, deletes and ``batch()`` made by their own
+transaction; batch keys too long for LMDB; writes into a batch whose packer
+is not registered; another process's batches. The batch format and
+``Collection.batch()`` edge cases are in ``test_batches.py``; the randomized
+comparison with a dict model is ``test_batch_differential.py``.
 """
 
 import os
@@ -11,14 +15,7 @@ import pytest
 
 from centidb import encodings, errors
 
-from stores import ENGINE_NAMES, open_store
-
-
-@pytest.fixture(params=ENGINE_NAMES)
-def store(request, tmp_path):
-    store = open_store(request.param, tmp_path)
-    yield store
-    store.close()
+from stores import open_store
 
 
 def filled(store, n=6, name='c'):
@@ -30,12 +27,14 @@ def filled(store, n=6, name='c'):
 
 # --- iterators consumed while the same thread writes -------------------------
 # The engine promises an iterator resumes after the last key it yielded.
-# _logical_forward/_logical_reverse keep a decoded member list of the current
-# batch while the physical cursor sits on the batch key; a split/rewrite
+# _logical_forward/_logical_reverse kept a decoded member list of the current
+# batch while the physical cursor sat on the batch key; a split/rewrite
 # writes new batch keys that sort after it (same last member, later first
-# member), so the cursor visits them again.
+# member), so the cursor visited them again.
 
 def test_put_into_current_batch_while_iterating_does_not_repeat_records(store):
+    """Regression: a put splitting the batch being iterated made the
+    iterator yield the records after it again (0..5, then 3, 4, 5)."""
     coll = filled(store)
     coll.batch()
     with store.begin(write=True):
@@ -44,22 +43,25 @@ def test_put_into_current_batch_while_iterating_does_not_repeat_records(store):
             seen.append(key)
             if key == (2,):
                 coll.put('new', key=2)
-    assert seen == [(n,) for n in range(6)]   # got 0..5 then 3, 4, 5 again
+    assert seen == [(n,) for n in range(6)]
 
 
 def test_rebatching_while_iterating_does_not_repeat_records(store):
+    """Regression: batch() over batches being iterated made the iterator
+    yield records 0 and 1 again."""
     coll = filled(store)
     coll.batch(max_recs=2)
     with store.begin(write=True):
         it = coll.keys()
         assert [next(it), next(it)] == [(0,), (1,)]
         coll.batch()
-        assert list(it) == [(n,) for n in range(2, 6)]   # 0 and 1 repeated
+        assert list(it) == [(n,) for n in range(2, 6)]
 
 
 def test_iterator_made_before_the_first_batch_survives_it(store):
-    # _logical_items picked raw.items() because _batched was still False;
-    # the batch key then reaches unpacks(): CorruptKeyError "holds 2 keys".
+    """Regression: _logical_items picked raw.items() because _batched was
+    still False; the batch key then reached unpacks(): CorruptKeyError
+    "holds 2 keys"."""
     coll = filled(store)
     with store.begin(write=True):
         it = coll.keys()
@@ -69,6 +71,8 @@ def test_iterator_made_before_the_first_batch_survives_it(store):
 
 
 def test_reverse_iteration_does_not_yield_a_record_deleted_ahead(store):
+    """Regression: a reverse iterator yielded a record its own transaction
+    had deleted from the batch ahead of it (from its stale member list)."""
     coll = filled(store)
     coll.batch()
     with store.begin(write=True):
@@ -81,7 +85,7 @@ def test_reverse_iteration_does_not_yield_a_record_deleted_ahead(store):
 
 
 # --- LMDB key size: batch keys hold two member keys --------------------------
-# batch_key() = prefix + last + SEP + first, never checked against
+# batch_key() = prefix + last + SEP + first was never checked against
 # engine.max_key_size (511 on LMDB): _write_run (via _batch and _split_batch).
 
 def lmdb(tmp_path):
@@ -89,29 +93,36 @@ def lmdb(tmp_path):
 
 
 def test_lmdb_put_and_delete_in_a_batched_collection_with_long_keys(tmp_path):
+    """Regression: a put splitting a batch wrote the batch key long+'aaaaa'
+    (over 511 bytes) and raised EngineError."""
     store = lmdb(tmp_path)
     coll = store.collection('c')
     long = 'b' * 440                       # 506 bytes packed: a legal key
     for key in ['aaaaa', long, 'c']:
         coll.put(key, key=key)
     coll.batch()                            # batch key 'c'+'aaaaa' is short
-    coll.put('x', key='bz')                 # split writes batch long+'aaaaa': EngineError
+    coll.put('x', key='bz')                 # the split writes batch long+'aaaaa'
     coll.delete('c')
     assert list(coll.keys()) == [('aaaaa',), (long,), ('bz',)]
     store.close()
 
 
 def test_lmdb_batch_of_long_keys_fails_clearly_or_leaves_them_plain(tmp_path):
+    """Regression: batch() of records whose batch key would exceed 511 bytes
+    raised EngineError (a key of 694 bytes)."""
     store = lmdb(tmp_path)
     coll = store.collection('c')
     for i in range(3):
         coll.put(i, key=('y' * 300, i))
-    coll.batch()                            # EngineError: key of 694 bytes
+    coll.batch()
     assert coll.count() == 3
     store.close()
 
 
 def test_lmdb_failed_batch_inside_a_transaction_does_not_lose_records(tmp_path):
+    """Regression: a batch() failing on a too-long batch key inside a
+    caller's transaction had already deleted the records it was batching:
+    the caller handled the error, committed, and all 3 records were gone."""
     store = lmdb(tmp_path)
     coll = store.collection('c')
     for i in range(3):
@@ -121,15 +132,16 @@ def test_lmdb_failed_batch_inside_a_transaction_does_not_lose_records(tmp_path):
             coll.batch()
         except Exception:
             pass                            # the caller handles the error ...
-    assert coll.count() == 3                # ... and all 3 records are gone
+    assert coll.count() == 3                # ... and keeps its records
     store.close()
 
 
-# --- missing packer on writes ---------------------------------------------------
+# --- missing packer on writes ------------------------------------------------
 
 @pytest.mark.parametrize('op', ['put', 'delete'])
 def test_write_into_batch_with_missing_packer_names_it(op, tmp_path):
-    # _split_batch does self.store._packers_by_id[packer_id]: bare KeyError.
+    """Regression: _split_batch did self.store._packers_by_id[packer_id]:
+    a bare KeyError instead of UnknownEncoderError naming the packer."""
     reverse = encodings.Encoder('reverse', lambda b: b[::-1], lambda b: b[::-1])
     store = open_store('LmdbEngine', tmp_path)
     coll = filled(store, 4)
@@ -146,20 +158,25 @@ def test_write_into_batch_with_missing_packer_names_it(op, tmp_path):
     store.close()
 
 
-# --- the batched flag is cached when a store opens ------------------------------
+# --- the batched flag is cached when a store opens ---------------------------
 
-@pytest.mark.xfail(strict=True, reason='known limitation: a store reads collection metadata '
-                   '(indexes, whether batches exist) when opened; changes made by another '
-                   'process need a reopen (documented in centidb.store)')
 def test_lmdb_store_open_in_another_process_sees_batches(tmp_path):
-    # Collection._batched is read once from the metadata; a store opened
-    # before another process batched keeps using raw.get()/raw.items().
+    """Regression: the batched flag was read once from the metadata, so a store
+    opened before another process batched missed every batched record. Reads
+    now look in batches when a plain read misses, and writes reload the
+    metadata first."""
     store = lmdb(tmp_path)
     coll = filled(store, 4)
     code = ('import centidb; s = centidb.open("LmdbEngine", path=%r); '
             's.collection("c").batch(); s.close()' % str(tmp_path / 'db.lmdb'))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     subprocess.run([sys.executable, '-c', code], check=True, env=env)
-    assert coll.get(1) == 1                 # None
-    assert list(coll.keys()) == [(n,) for n in range(4)]   # CorruptKeyError
+    assert coll.get(1) == 1                 # was None
+    assert list(coll.keys()) == [(n,) for n in range(4)]   # was CorruptKeyError
+    with store.begin() as txn:
+        assert coll.get(2, txn=txn) == 2
+    coll.put(10, key=(1, 5))                # splits the batch: it knows now
+    coll.delete(2)
+    assert list(coll.keys()) == [(0,), (1,), (1, 5), (3,)]
+    assert store.verify() == []
     store.close()

@@ -1,0 +1,364 @@
+"""centidb.index: secondary indexes, on every engine.
+
+Index queries, entries kept right by put and delete, ``add_index`` (filling
+in existing records, failing, racing another thread), ``drop_index``
+(leaving no entry behind), re-adding indexes after a reopen
+(``IndexNotAddedError`` until then), and entries that point at missing
+records (``IndexInconsistentError``).
+"""
+
+import threading
+import time
+
+import pytest
+
+import centidb
+from centidb import keylib
+from centidb.errors import (
+    CentiError, IndexInconsistentError, IndexNotAddedError, TransactionError,
+    UnknownIndexError,
+)
+
+from stores import (
+    by_id, contents, engine_keys, fails_cleanly, list_store, people, tag_of,
+)
+
+
+# --- queries -----------------------------------------------------------------
+
+def test_indexes(store):
+    coll = people(store)
+    location = coll.indices['location']
+    tags = coll.indices['tags']
+    assert location.get('LONDON')['name'] == 'ash'
+    assert location.has('PARIS') and not location.has('ROME')
+    assert location.get('ROME', default='none') == 'none'
+    assert list(location.tups()) == [('LONDON',), ('LONDON',), ('PARIS',), ('UNDERGROWN',)]
+    assert list(location.keys(prefix='LONDON')) == [('ash', 'LONDON'), ('birch', 'LONDON')]
+    assert [p['name'] for p in location.values(reverse=True, max=2)] == ['undergrown', 'cedar']
+    assert list(tags.pairs()) == [(('a',), ('undergrown', 'UNDERGROWN')),
+                                  (('b',), ('ash', 'LONDON')),
+                                  (('b',), ('undergrown', 'UNDERGROWN'))]
+    assert tags.count() == 3 and tags.count(lo='b') == 2
+    assert [t for t, _ in tags.items(hi='b', include=True)] == [('a',), ('b',), ('b',)]
+    assert coll.indices['rev_name'].find(prefix='hc')['name'] == 'birch'
+
+
+def test_compound_and_none_index_values(store):
+    coll = store.collection('c', key_func=lambda r: r['id'])
+    pair = coll.add_index('pair', lambda r: (r['a'], r['b']) if r['a'] else None)
+    coll.put({'id': 1, 'a': 'x', 'b': 2})
+    coll.put({'id': 2, 'a': None, 'b': 3})
+    coll.put({'id': 3, 'a': 'x', 'b': 1})
+    assert list(pair.pairs()) == [(('x', 1), (3,)), (('x', 2), (1,))]
+    assert pair.get(('x', 2))['id'] == 1
+
+
+# --- entries follow puts and deletes -----------------------------------------
+
+def test_update_and_delete_maintain_indexes(store):
+    coll = people(store)
+    tags = coll.indices['tags']
+    coll.put({'name': 'ash', 'location': 'LONDON', 'tags': ['c', 'c', 'a']})
+    assert list(tags.pairs(prefix='b')) == [(('b',), ('undergrown', 'UNDERGROWN'))]
+    assert sorted(tags.tups()) == [('a',), ('a',), ('b',), ('c',)]
+    deleted = coll.delete(('undergrown', 'UNDERGROWN'))
+    assert deleted.data['tags'] == ['a', 'b']
+    assert coll.delete(('undergrown', 'UNDERGROWN')) is None
+    assert list(tags.tups()) == [('a',), ('c',)]
+    record = coll.get(('ash', 'LONDON'), rec=True)
+    record.data['tags'] = []
+    coll.put(record)
+    assert list(tags.tups()) == []
+    coll.delete(coll.get(('birch', 'LONDON'), rec=True))
+    assert coll.get(('birch', 'LONDON')) is None
+
+
+def test_tuple_index_value_is_removed_on_update_and_delete():
+    """Regression: put() computed new entries from the caller's object, but
+    removal (update, delete) recomputed them from the *decoded* record, where
+    msgpack had turned the tuple into a list: the tuple entry was never
+    removed."""
+    store = list_store()
+    coll = store.collection('c')
+    idx = coll.add_index('pair', lambda r: r['pair'])
+    coll.put({'pair': ('x', 1)}, key=1)
+    coll.put({'pair': ('y', 2)}, key=1)
+    assert list(idx.pairs()) == [(('y', 2), (1,))]
+    coll.delete(1)
+    assert list(idx.pairs()) == []      # the ('x', 1) and ('y', 2) entries once stayed
+
+
+def test_entries_pointing_at_a_missing_record_raise_index_inconsistent(store):
+    # A blind put over an existing key leaves the old entry behind (as put()
+    # documents); deleting the record then leaves it pointing at nothing.
+    coll = store.collection('c', key_func=by_id)
+    tags = coll.add_index('tag', tag_of)
+    coll.put({'id': 1, 'tag': 'old'})
+    coll.put({'id': 2, 'tag': 'other'})
+    coll.put({'id': 1, 'tag': 'new'}, blind=True)
+    assert tags.get('old') == {'id': 1, 'tag': 'new'}     # the stale entry, still resolvable
+    coll.delete(1)
+    assert list(tags.pairs()) == [(('old',), (1,)), (('other',), (2,))]
+    assert tags.has('old') and list(tags.keys()) == [(1,), (2,)]
+    message = r"index 'tag' of collection 'c' points at missing record \(1,\)"
+    with pytest.raises(IndexInconsistentError, match=message) as info:
+        tags.get('old')
+    assert isinstance(info.value, LookupError) and isinstance(info.value, CentiError)
+    with store.begin() as txn:
+        with pytest.raises(IndexInconsistentError, match=message):
+            tags.get('old', txn=txn)
+    for query in (tags.values, tags.items):
+        with pytest.raises(IndexInconsistentError, match=message):
+            list(query())
+    assert list(tags.values(lo='other')) == [{'id': 2, 'tag': 'other'}]
+
+
+# --- add_index ---------------------------------------------------------------
+
+def test_adding_an_index_to_existing_records_fills_it(store):
+    coll = store.collection('late', key_func=lambda r: r['id'])
+    for i in range(5):
+        coll.put({'id': i, 'parity': i % 2})
+    parity = coll.add_index('parity', lambda r: r['parity'])
+    assert [k for _, k in parity.pairs(prefix=1)] == [(1,), (3,)]
+
+
+def test_add_index_backfill_agrees_with_put():
+    """Regression: the backfill decoded records and put() did not, so the
+    same record got different index entries depending on when the index was
+    added ([('x',), (1,)] against [('x', 1)])."""
+    store = list_store()
+    coll = store.collection('c')
+    coll.put({'pair': ('x', 1)}, key=1)
+    idx = coll.add_index('pair', lambda r: r['pair'])
+    coll.put({'pair': ('x', 1)}, key=2)
+    by_key = {}
+    for tup, key in idx.pairs():
+        by_key.setdefault(key, []).append(tup)
+    assert by_key[(1,)] == by_key[(2,)]
+
+
+def test_add_index_whose_function_raises_on_existing_records(docs):
+    fails_cleanly(docs.store, KeyError, lambda: docs.add_index('bad', lambda rec: rec['nope']))
+    assert 'bad' not in docs.indices
+    docs.put({'id': 2, 'tag': 'b'})  # the failed index does not block writes
+    index = docs.add_index('bad', lambda rec: rec.get('nope', 0))
+    assert index.count() == 2
+
+
+def test_add_index_and_drop_index_inside_write_txn(docs):
+    """Both join the thread's write transaction, and are undone with it."""
+    store = docs.store
+    before = contents(store)
+    txn = store.begin(write=True)
+    docs.put({'id': 2, 'tag': 'b'}, txn=txn)
+    new = docs.add_index('new', lambda rec: rec['id'])
+    assert list(new.keys(txn=txn)) == [(1,), (2,)]      # filled inside txn
+    docs.drop_index('tag')
+    assert set(docs.indices) == {'new'}
+    txn.abort()
+    assert contents(store) == before
+    assert set(docs.indices) == {'tag'}
+    assert docs.indices['tag'].get('b') is None
+    with store.begin(write=True) as txn:
+        new = docs.add_index('new', lambda rec: rec['id'])
+        docs.put({'id': 3, 'tag': 'c'}, txn=txn)
+    assert [key for key in new.keys()] == [(1,), (3,)]
+    assert store.verify() == []
+
+
+def test_failed_add_index_inside_write_txn_leaves_nothing(docs):
+    store = docs.store
+    with store.begin(write=True) as txn:
+        before = contents(store, txn)
+        with pytest.raises(KeyError):
+            docs.add_index('broken', lambda rec: rec['missing'])
+        assert contents(store, txn) == before
+        assert 'broken' not in docs.indices
+        docs.put({'id': 5, 'tag': 'e'}, txn=txn)        # the index left no trace
+    assert store.verify() == []
+
+
+def test_add_index_whose_commit_fails_is_not_left_bound():
+    """Regression: add_index() bound the index before its commit: when the
+    commit failed, the index stayed bound under a prefix id the store never
+    recorded, and the next new index reused that id, so two indexes shared
+    entries."""
+    from centidb.engines import ListEngine, WrapperEngine, WrapperTransaction
+
+    class FailingTransaction(WrapperTransaction):
+        def _commit(self):
+            if self.engine.fail:
+                self.inner.abort()
+                raise OSError('disk full (simulated)')
+            super()._commit()
+
+    class FailingEngine(WrapperEngine):
+        transaction_class = FailingTransaction
+        fail = False
+
+    engine = FailingEngine(ListEngine())
+    store = centidb.Store(engine)
+    people, pets = store.collection('people'), store.collection('pets')
+    people.put({'city': 'Leeds'}, key=1)
+    engine.fail = True
+    with pytest.raises(OSError, match='disk full'):
+        people.add_index('city', lambda rec: rec['city'])
+    engine.fail = False
+    assert people.indices == {}
+    people.put({'city': 'Bath'}, key=2)
+    kinds = pets.add_index('kind', lambda rec: rec['kind'])
+    pets.put({'kind': 'cat'}, key=1)
+    assert list(kinds.pairs()) == [(('cat',), (1,))]
+    city = people.add_index('city', lambda rec: rec['city'])
+    assert city.prefix != kinds.prefix
+    assert list(city.pairs()) == [(('Bath',), (2,)), (('Leeds',), (1,))]
+    store.close()
+
+
+def test_concurrent_add_index_same_name():
+    """Regression: Collection.add_index checked `name in self.indices` outside
+    Store._lock: two threads adding the same index both created one; the
+    first one's entries were orphaned under an id nothing refers to (and
+    drop_index could not reach)."""
+    store = list_store()
+    coll = store.collection('c')
+    for i in range(200):
+        coll.put(i)
+    gate = threading.Event()
+    results = []
+
+    def slow(r):
+        gate.wait()
+        return r
+
+    def add():
+        try:
+            results.append(coll.add_index('i', slow))
+        except ValueError as exc:
+            results.append(exc)
+
+    threads = [threading.Thread(target=add) for _ in range(2)]
+    for t in threads:
+        t.start()
+    time.sleep(0.3)
+    gate.set()
+    for t in threads:
+        t.join(10)
+    live = [coll.prefix, coll.indices['i'].prefix, keylib.packs(0)]
+    assert [k for k in store.engine.keys()
+            if not any(k.startswith(p) for p in live)] == []
+    assert sum(isinstance(r, ValueError) for r in results) == 1
+
+
+# --- drop_index --------------------------------------------------------------
+
+def test_drop_of_an_unknown_index_raises_a_centidb_key_error():
+    """Regression: drop_index('nosuch') raised a plain KeyError, outside
+    centidb.errors."""
+    store = list_store()
+    coll = store.collection('people')
+    with pytest.raises(UnknownIndexError) as info:
+        coll.drop_index('city')
+    assert isinstance(info.value, KeyError) and isinstance(info.value, CentiError)
+    assert str(info.value) == "collection 'people' has no index 'city' to drop"
+
+
+def _index_metadata_key(coll, name):
+    return keylib.packs((0, 'index', coll.coll_id, name))
+
+
+def test_drop_index_leaves_no_entry_and_a_re_added_index_starts_fresh(store):
+    coll = store.collection('docs', key_func=by_id)
+    tags = coll.add_index('tags', lambda r: r['tags'])
+    ids = coll.add_index('id', by_id)
+    neighbour = store.collection('other', key_func=by_id)
+    neighbour_tags = neighbour.add_index('tags', lambda r: r['tags'])
+    with store.begin(write=True):
+        for i in range(12):
+            coll.put({'id': i, 'tags': [f't{i % 3}', 'all']})
+            neighbour.put({'id': i, 'tags': ['n']})
+    old_prefix = tags.prefix
+    assert len(engine_keys(store, old_prefix)) == 24
+    kept = {prefix: engine_keys(store, prefix)
+            for prefix in (coll.prefix, ids.prefix, neighbour.prefix, neighbour_tags.prefix)}
+    assert store.engine.get(_index_metadata_key(coll, 'tags')) is not None
+
+    coll.drop_index('tags')
+    assert engine_keys(store, old_prefix) == []
+    assert store.engine.get(_index_metadata_key(coll, 'tags')) is None
+    assert {prefix: engine_keys(store, prefix) for prefix in kept} == kept
+    assert 'tags' not in coll.indices and list(neighbour_tags.keys()) == [(i,) for i in range(12)]
+    coll.put({'id': 12, 'tags': ['late']})      # no IndexNotAddedError: it is gone
+    coll.delete(0)
+
+    fresh = coll.add_index('tags', lambda r: r['id'] % 2)     # same name, new function
+    assert engine_keys(store, old_prefix) == []
+    expected = sorted(((i % 2,), (i,)) for i in range(1, 13))
+    assert list(fresh.pairs()) == expected
+    assert engine_keys(store, fresh.prefix) == [
+        keylib.packs([tup, key], fresh.prefix) for tup, key in expected]
+    coll.put({'id': 13, 'tags': []})
+    assert fresh.get(1) == {'id': 1, 'tags': ['t1', 'all']} and fresh.count(lo=1) == 7
+
+
+def test_drop_index_after_reopen_without_re_adding_it(reopen):
+    with reopen() as store:
+        coll = store.collection('docs', key_func=by_id)
+        tags = coll.add_index('tag', tag_of)
+        for i in range(5):
+            coll.put({'id': i, 'tag': f't{i}'})
+        prefix = tags.prefix
+        assert len(engine_keys(store, prefix)) == 5
+    with reopen() as store:
+        coll = store.collection('docs', key_func=by_id)
+        coll.drop_index('tag')                  # never added in this session
+        assert engine_keys(store, prefix) == []
+        assert store.engine.get(_index_metadata_key(coll, 'tag')) is None
+        coll.put({'id': 5, 'tag': 'new'})
+        assert coll.count() == 6
+
+
+# --- re-adding indexes after a reopen ----------------------------------------
+
+def test_index_not_added_after_reopen(reopen):
+    with reopen() as store:
+        docs = store.collection('docs', key_func=by_id)
+        docs.add_index('tag', tag_of)
+        docs.add_index('id', by_id)
+        docs.put({'id': 1, 'tag': 'a'})
+        before = contents(store)
+    with reopen() as store:
+        docs = store.collection('docs', key_func=by_id)
+        docs.add_index('id', by_id)
+        for call in (lambda: docs.put({'id': 2, 'tag': 'b'}),
+                     lambda: docs.put({'id': 1, 'tag': 'b'}, blind=True),
+                     lambda: docs.delete(1)):
+            fails_cleanly(store, IndexNotAddedError, call, match='tag')
+        assert docs.get(1) == {'id': 1, 'tag': 'a'}
+        assert list(docs.items()) == [((1,), {'id': 1, 'tag': 'a'})]
+        assert list(docs.indices['id'].keys()) == [(1,)]
+        assert contents(store) == before
+        docs.drop_index('tag')
+        docs.put({'id': 2, 'tag': 'b'})
+        assert docs.count() == 2
+    with reopen() as store:  # the dropped index stays dropped
+        docs = store.collection('docs', key_func=by_id)
+        docs.add_index('id', by_id)
+        docs.delete(2)
+        assert list(docs.keys()) == [(1,)]
+
+
+def test_index_re_added_after_reopen_allows_writes(reopen):
+    with reopen() as store:
+        docs = store.collection('docs', key_func=by_id)
+        docs.add_index('tag', tag_of)
+        docs.put({'id': 1, 'tag': 'a'})
+    with reopen() as store:
+        docs = store.collection('docs', key_func=by_id)
+        with pytest.raises(IndexNotAddedError):
+            docs.put({'id': 1, 'tag': 'b'})
+        tags = docs.add_index('tag', tag_of)
+        docs.put({'id': 1, 'tag': 'b'})
+        assert list(tags.pairs()) == [(('b',), (1,))]
