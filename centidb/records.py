@@ -482,7 +482,11 @@ class Records:
 
         :param stored: the stored value (header byte and packed bytes).
         """
-        if stored[0] == self.plain_id:      # the common case, without a call
+        try:
+            header = stored[0]
+        except IndexError:
+            raise ValueError('the stored value is empty') from None
+        if header == self.plain_id:      # the common case, without a call
             return self._decode_plain(stored[1:])
         return self._decode_plain(self.encoded(stored))
 

@@ -228,3 +228,116 @@ def test_put_over_a_record_with_an_unregistered_packer(reopen):
         fails_cleanly(store, UnknownEncoderError,
                       lambda: indexed.put({'id': 1, 'v': 'new'}, packer=encodings.PLAIN_PACKER),
                       match="'reverse'")
+
+
+# --- metadata shared with other processes, and checked on read ---------------
+
+def test_pickle_is_decoded_only_after_opting_in(reopen):
+    with reopen() as store:
+        store.collection('pickled', encoder=encodings.PICKLE_ENCODER).put({1, 2})
+    with reopen() as store:
+        with pytest.raises(centidb.errors.PickleNotAllowedError, match='trust'):
+            store.collection('pickled')
+        with pytest.raises(UnknownEncoderError):       # also an UnknownEncoderError
+            store.collection('pickled')
+    with reopen() as store:
+        store.add_encoder(encodings.PICKLE_ENCODER)
+        assert store.collection('pickled').get(1) == {1, 2}
+    with reopen() as store:
+        coll = store.collection('pickled', encoder=encodings.PICKLE_ENCODER)
+        assert coll.get(1) == {1, 2}
+
+
+def test_key_kind_is_recorded_and_checked(reopen):
+    with reopen() as store:
+        store.collection('keyed', key_func=by_id).put({'id': 'ann'})
+        store.collection('auto').put('first')
+        store.collection('per_txn', txn_key_func=lambda txn, rec: rec['id'])
+    with reopen() as store:
+        with pytest.raises(centidb.errors.KeyKindMismatchError, match='auto-increment'):
+            store.collection('auto', key_func=by_id)
+        with pytest.raises(centidb.errors.KeyKindMismatchError, match='txn_key_func'):
+            store.collection('keyed', txn_key_func=lambda txn, rec: rec['id'])
+        with pytest.raises(centidb.errors.KeyKindMismatchError, match='key_func'):
+            store.collection('per_txn', key_func=by_id)
+        keyed = store.collection('keyed')      # no function: reads and explicit keys work
+        assert keyed.get('ann') == {'id': 'ann'}
+        before = contents(store)
+        with pytest.raises(centidb.errors.KeyKindMismatchError, match='key_func='):
+            keyed.put({'id': 'bob'})
+        assert contents(store) == before
+        keyed.put({'id': 'bob'}, key='bob')
+        assert [key for key in keyed.keys()] == [('ann',), ('bob',)]
+
+
+@pytest.mark.parametrize('meta, match, action', [
+    ((0, 'collection', 'docs'), "collection 'docs'", lambda store: store.collection('docs')),
+    ((0, 'counter', 'docs:key'), "counter 'docs:key'",
+     lambda store: store.collection('docs').put('y')),
+    ((0, 'sys', 'prefix'), 'prefix counter', lambda store: store.collection('new')),
+    ((0, 'encoder', 'msgpack'), "encoder 'msgpack'", lambda store: None),
+])
+def test_unreadable_metadata_raises_store_format_error(meta, match, action):
+    engine = ListEngine()
+    store = centidb.Store(engine)
+    store.collection('docs').put('x')
+    engine.put(keylib.packs(meta), b'"a string"' if meta[1] == 'collection' else b'\xff')
+    with pytest.raises(StoreFormatError, match=match):
+        action(centidb.Store(engine))
+    assert any(match in str(problem) for problem in store.verify())
+
+
+def test_counter_holding_a_string_raises_store_format_error():
+    store = centidb.open('ListEngine')
+    store.engine.put(keylib.packs((0, 'counter', 'n')), keylib.packs('ten'))
+    with pytest.raises(StoreFormatError, match="counter 'n' holds"):
+        store.counter('n')
+
+
+def test_collection_created_in_an_aborted_transaction_is_forgotten(store):
+    with store.begin(write=True) as txn:
+        temp = store.collection('temp', key_func=by_id)
+        temp.put({'id': 1}, txn=txn)
+        txn.abort()
+    with pytest.raises(centidb.errors.StoreError, match='aborted'):
+        temp.get(1)
+    with pytest.raises(centidb.errors.StoreError, match='aborted'):
+        temp.put({'id': 2})
+    again = store.collection('temp', key_func=by_id)
+    assert again is not temp and again.get(1) is None
+    again.put({'id': 2})
+    assert store.verify() == []
+
+
+def test_collection_created_inside_a_write_transaction_commits_with_it(reopen):
+    with reopen() as store:
+        with store.begin(write=True) as txn:
+            coll = store.collection('made_in_txn', key_func=by_id)
+            coll.add_index('tag', lambda rec: rec['tag'])
+            coll.put({'id': 1, 'tag': 'a'}, txn=txn)
+    with reopen() as store:
+        coll = store.collection('made_in_txn', key_func=by_id)
+        tag = coll.add_index('tag', lambda rec: rec['tag'])
+        assert tag.get('a') == {'id': 1, 'tag': 'a'}
+        assert store.verify() == []
+
+
+def test_another_store_object_sees_new_metadata_before_writing():
+    """Two store objects on one engine stand for two processes."""
+    engine = ListEngine()
+    first = centidb.Store(engine)
+    docs = first.collection('docs', key_func=by_id)
+    docs.put({'id': 1, 'tag': 'a'})
+    second = centidb.Store(engine)
+    other = second.collection('docs', key_func=by_id)
+    other.add_index('tag', lambda rec: rec['tag'])
+    with pytest.raises(IndexNotAddedError, match="'tag'"):
+        docs.put({'id': 2, 'tag': 'b'})
+    tag = docs.add_index('tag', lambda rec: rec['tag'])
+    assert tag.index_id == other.indices['tag'].index_id
+    docs.put({'id': 2, 'tag': 'b'})
+    assert other.indices['tag'].get('b') == {'id': 2, 'tag': 'b'}
+    other.drop_index('tag')
+    docs.put({'id': 3, 'tag': 'c'})            # reloads: the index is gone here too
+    assert 'tag' not in docs.indices
+    assert first.verify() == []

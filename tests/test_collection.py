@@ -466,3 +466,32 @@ def test_lmdb_get_of_a_key_too_long_returns_the_default(lmdb_store):
         assert coll.delete(too_long, txn=txn) is None
     assert tags.get(too_long, default='-') == '-' and not tags.has(too_long)
     assert list(coll.items()) == [(('a',), {'k': 'a', 'tag': 'a'})]
+
+
+# --- malformed stored values ---------------------------------------------------
+
+@pytest.mark.parametrize('stored, why', [
+    (b'', 'empty'),
+    (b'\x04\xc1', 'cannot be decoded'),             # 0xc1: never used by msgpack
+    (b'\x04\x92\x01', 'cannot be decoded'),         # an array cut short
+    (b'\x04\x01\x02', 'cannot be decoded'),         # extra data after a value
+    (b'\x7f\x01', 'packer id 127'),                 # a packer the store never numbered
+])
+def test_malformed_stored_values_raise_centidb_errors(store, stored, why):
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    coll.put({'k': 1, 'tag': 'a'})
+    store.engine.put(keylib.packs((1,), coll.prefix), stored)
+    readers = [lambda: coll.get(1), lambda: list(coll.values()), lambda: list(coll.items()),
+               lambda: tags.get('a'), lambda: list(tags.values()),
+               lambda: coll.get_many([1]), lambda: coll.delete(1),
+               lambda: coll.put({'k': 1, 'tag': 'b'})]
+    for read in readers:
+        with pytest.raises(centidb.errors.CentiError, match=why) as info:
+            read()
+        assert "'c'" in str(info.value)
+    with store.begin() as txn:
+        with pytest.raises(centidb.errors.CentiError, match=why):
+            coll.get(1, txn=txn)
+    assert coll.put({'k': 1, 'tag': 'b'}, blind=True).key == (1,)   # a blind put repairs it
+    assert coll.get(1) == {'k': 1, 'tag': 'b'}
