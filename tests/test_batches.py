@@ -2,8 +2,12 @@
 
 The stateful test (test_collection_stateful.py) interleaves batch() with
 puts, deletes and reads against a model; these tests pin down the cases the
-issue names explicitly.
+issue names explicitly. The last section tests the batch format functions of
+:mod:`centidb.batches` directly: exact bytes, size limits, and every
+truncated or malformed value raising ``CorruptRecordError``.
 """
+
+import zlib
 
 import pytest
 
@@ -198,3 +202,122 @@ def test_reopen_after_a_rolled_back_batch_still_finds_later_batches(name, tmp_pa
     coll = store.collection('c', key_func=lambda r: tuple(r['k']))
     assert coll.get((1,))['k'] == [1]       # found inside the batch after reopening
     store.close()
+
+
+# --- the batch format itself: exact bytes, limits and corruption, no store ----------
+
+PLAIN = encodings.PLAIN_PACKER
+# Three members with different key and value sizes, so that swapping first and
+# last, or keys and values, or misplacing an offset changes the bytes.
+MEMBERS = [(b'K1', b'v'), (b'K22', b'value2'), (b'K333', b'')]
+ENCODED = (bytes([0x80 | 5]) + b'\x00\x03'                    # flag | packer id, count
+           + b'\x00\x02' b'\x00\x00\x00\x01'                  # key and value sizes
+           + b'\x00\x03' b'\x00\x00\x00\x06'
+           + b'\x00\x04' b'\x00\x00\x00\x00'
+           + b'K1K22K333' + b'vvalue2')                       # keys, then values
+
+
+def test_batch_format_exact_bytes():
+    assert batches.encode_batch(5, PLAIN, MEMBERS) == ENCODED
+    assert batches.decode_batch(ENCODED, PLAIN, 'c') == MEMBERS
+    assert batches.batch_key(b'P', MEMBERS) == b'PK333\x01K1'
+    assert batches.batch_key(b'', MEMBERS[:1]) == b'K1\x01K1'
+    assert batches.batch_packer_id(ENCODED) == 5
+    assert batches.batch_packer_id(bytes([0xFF])) == 0x7F
+    assert batches.batch_packer_id(bytes([0x80])) == 0
+    assert batches.is_batch(ENCODED) is True
+    assert batches.is_batch(bytes([0x80])) is True
+    assert batches.is_batch(bytes([0x7F, 0xFF])) is False
+    assert batches.is_batch(bytes([0x00])) is False
+    assert batches.BATCH_FLAG == 0x80
+
+
+def test_batch_format_compressed_payload_round_trips():
+    members = [(bytes([0x1C, n]), b'value %d ' % n * 20) for n in range(50)]
+    stored = batches.encode_batch(0x7F, encodings.ZLIB_PACKER, members)
+    assert stored[:3] == b'\xff\x00\x32' and len(stored) < 1000
+    assert batches.decode_batch(stored, encodings.ZLIB_PACKER, 'c') == members
+    with pytest.raises(errors.CorruptRecordError, match="collection 'c' cannot be unpacked") as info:
+        batches.decode_batch(stored[:3] + b'not zlib', encodings.ZLIB_PACKER, 'c')
+    assert isinstance(info.value.__cause__, zlib.error)   # the packer's error is the cause
+
+
+def test_batch_of_empty_keys_and_values_is_exactly_its_table():
+    stored = batches.encode_batch(0, PLAIN, [(b'', b'')])
+    assert stored == b'\x80\x00\x01' + b'\x00' * 6
+    assert batches.decode_batch(stored, PLAIN, 'c') == [(b'', b'')]
+
+
+class _Sized(bytes):
+    """bytes claiming another length, to reach the 4 GiB value limit cheaply."""
+
+    def __new__(cls, data, size):
+        self = super().__new__(cls, data)
+        self.size = size
+        return self
+
+    def __len__(self):
+        return self.size
+
+
+def test_encode_batch_limits_on_members_keys_and_values():
+    with pytest.raises(ValueError, match='1 to 65535 records, not 0'):
+        batches.encode_batch(0, PLAIN, [])
+    most = [(b'', b'')] * batches.MAX_MEMBERS
+    assert batches.MAX_MEMBERS == 65535
+    stored = batches.encode_batch(0, PLAIN, most)
+    assert stored[:3] == b'\x80\xff\xff'
+    assert len(batches.decode_batch(stored, PLAIN, 'c')) == 65535
+    with pytest.raises(ValueError, match='not 65536'):
+        batches.encode_batch(0, PLAIN, most + [(b'', b'')])
+
+    assert batches.MAX_KEY_BYTES == 65535
+    key = b'k' * 65535
+    stored = batches.encode_batch(0, PLAIN, [(key, b'v')])
+    assert stored[3:9] == b'\xff\xff\x00\x00\x00\x01'
+    assert batches.decode_batch(stored, PLAIN, 'c') == [(key, b'v')]
+    for members in ([(key + b'k', b'v')], [(b'a', b'v'), (key + b'k', b'v')]):
+        with pytest.raises(ValueError, match='too large for the batch format'):
+            batches.encode_batch(0, PLAIN, members)
+
+    assert batches.MAX_VALUE_BYTES == 2 ** 32 - 1
+    stored = batches.encode_batch(0, PLAIN, [(b'k', _Sized(b'v', 2 ** 32 - 1))])
+    assert stored == b'\x80\x00\x01' b'\x00\x01\xff\xff\xff\xff' b'kv'
+    for members in ([(b'k', _Sized(b'v', 2 ** 32))],
+                    [(b'k', b'v'), (b'l', _Sized(b'v', 2 ** 32))]):
+        with pytest.raises(ValueError, match='too large for the batch format'):
+            batches.encode_batch(0, PLAIN, members)
+
+
+@pytest.mark.parametrize('stored', [b'', b'\x80', b'\x80\x00'])
+def test_decode_batch_too_short_for_a_header(stored):
+    with pytest.raises(errors.CorruptRecordError, match="truncated batch in collection 'people'"):
+        batches.decode_batch(stored, PLAIN, 'people')
+
+
+@pytest.mark.parametrize('stored', [
+    b'\x80\x00\x01',                                     # header only: no size table
+    b'\x80\x00\x00',                                     # zero members
+    b'\x80\x00\x00' + b'\x00' * 6,                       # zero members, spare bytes
+    b'\x80\x00\x02' + b'\x00' * 6,                       # size table cut short
+    b'\x80\x00\x02' + b'\x00' * 11,
+    b'\x80\x00\x01' + b'\x00\x01\x00\x00\x00\x01' + b'k',       # value missing
+    b'\x80\x00\x01' + b'\x00\x01\x00\x00\x00\x01' + b'kvx',     # one byte too many
+    b'\x80\x00\x01' + b'\x00\x00\x00\x00\x00\x00' + b'x',
+], ids=['no-table', 'zero', 'zero-with-bytes', 'short-table', 'short-table-11',
+        'short-payload', 'long-payload', 'trailing-byte'])
+def test_decode_batch_rejects_malformed_payloads(stored):
+    with pytest.raises(errors.CorruptRecordError, match="malformed batch in collection 'people'"):
+        batches.decode_batch(stored, PLAIN, 'people')
+
+
+def test_every_truncation_or_extension_of_a_batch_raises():
+    for cut in range(len(ENCODED)):
+        with pytest.raises(errors.CorruptRecordError):
+            batches.decode_batch(ENCODED[:cut], PLAIN, 'c')
+    with pytest.raises(errors.CorruptRecordError):
+        batches.decode_batch(ENCODED + b'\x00', PLAIN, 'c')
+    # A count that disagrees with the size table (one more, one fewer member).
+    for count in (b'\x00\x02', b'\x00\x04'):
+        with pytest.raises(errors.CorruptRecordError):
+            batches.decode_batch(ENCODED[:1] + count + ENCODED[3:], PLAIN, 'c')

@@ -119,6 +119,35 @@ def test_datetime_round_trip_keeps_offset_and_naivety():
     assert n == naive and n.tzinfo is None
 
 
+def test_datetime_utc_offset_must_be_strictly_within_a_day():
+    day, tick = datetime.timedelta(days=1), datetime.timedelta(microseconds=1)
+
+    def with_offset(offset):
+        # datetime.utcoffset() itself refuses a whole day; a subclass need not.
+        class Odd(datetime.datetime):
+            def utcoffset(self):
+                return offset
+        return Odd(2000, 1, 2)
+
+    for offset in (day, -day):
+        with pytest.raises(errors.KeyEncodingError, match='not within a day'):
+            packs(with_offset(offset))
+    for offset in (day - tick, -day + tick):
+        (back,) = unpacks(packs(with_offset(offset)))
+        assert back.utcoffset() == offset and back == datetime.datetime(
+            2000, 1, 2, tzinfo=datetime.timezone(offset))
+    # The decoder refuses a stored offset of a whole day either way.
+    instant = packs(datetime.datetime(2000, 1, 2, tzinfo=datetime.timezone.utc))[:10]
+    for offset_us, ok in ((86_400_000_000, False), (-86_400_000_000, False),
+                          (86_399_999_999, True), (-86_399_999_999, True)):
+        data = instant + (offset_us + (1 << 39)).to_bytes(5, 'big')
+        if ok:
+            assert unpacks(data)[0].utcoffset() == datetime.timedelta(microseconds=offset_us)
+        else:
+            with pytest.raises(errors.CorruptKeyError, match='UTC offset out of range'):
+                unpacks(data)
+
+
 def test_lone_surrogates_round_trip():
     for text in ['\ud800', 'a\udfffb', '\ud83d\ude00', '\udc80' * 3]:
         assert unpacks(packs(text)) == (text,)
@@ -231,6 +260,24 @@ def test_prefix_range_stays_inside_collection_prefix():
     assert prefix_range(()) == (b'', None)
 
 
+def test_prefix_range_of_a_number_excludes_bools_and_floats_with_its_integer_part():
+    assert prefix_range(1) == (b'\x1c\x01', b'\x1c\x01\x80')
+    assert prefix_range(Desc(1)) == (b'\x40\xe3\xfe\xff', b'\x40\xe3\xff')
+    for number, inside, outside in [
+            (1, [(1,), (1, 'x'), (1, None)], [(True,), (1.0,), (1.5,), (2,)]),
+            (0, [(0,), (0, b'')], [(False,), (-0.0,), (0.0,), (0.5,), (1,)])]:
+        lo, hi = prefix_range(number)
+        assert all(lo <= packs(key) < hi for key in inside)
+        assert not any(lo <= packs(key) < hi for key in outside)
+
+
+def test_upper_bound_and_after_key_exact_bytes():
+    assert keylib.upper_bound(1) == b'\x1c\x01'
+    assert keylib.upper_bound(1, include=True) == b'\x1c\x01\x02'
+    assert keylib.upper_bound((1, 'a'), b'P', True) == b'P' + packs((1, 'a')) + b'\x02'
+    assert keylib.after_key(b'ab') == b'ab\x02'
+
+
 @given(strategies.clustered_keys, strategies.clustered_keys, st.booleans())
 def test_upper_bound_matches_reference(bound, key, include):
     limit = keylib.upper_bound(bound, b'P', include)
@@ -243,6 +290,8 @@ def test_upper_bound_matches_reference(bound, key, include):
 
 def test_next_prefix():
     assert next_prefix(b'a') == b'b'
+    assert next_prefix(b'aX') == b'aY'
+    assert next_prefix(b'\x00X\xff') == b'\x00Y'
     assert next_prefix(b'a\xff\xff') == b'b'
     assert next_prefix(b'\xff') is None
     assert next_prefix(b'') is None
@@ -273,6 +322,36 @@ def test_unsupported_types_raise_type_error_naming_type(bad):
         packs(('ok', bad))
     assert type(bad).__name__ in str(info.value)
     assert isinstance(info.value, errors.UnsupportedKeyTypeError)
+
+
+def test_unsupported_type_message_lists_the_supported_types():
+    with pytest.raises(errors.UnsupportedKeyTypeError) as info:
+        packs(object())
+    assert str(info.value).endswith(
+        "supported types: None, bool, int, float, bytes, str, uuid.UUID, "
+        "datetime.datetime, centidb.keylib.Desc")
+
+
+def test_available_implementations_lists_the_built_twin():
+    # The parity tests skip themselves when 'speedups' is missing here, so a
+    # twin that is built but not listed must fail loudly instead.
+    from centidb import impl
+    impls = keylib.available_implementations()
+    assert impls['python'] is keylib.PYTHON
+    assert (keylib.PYTHON.packs.__module__, keylib.PYTHON.unpacks.__name__,
+            keylib.PYTHON.unpacks_list.__name__) == ('centidb.keylib', 'unpacks', 'unpacks_list')
+    compiled = impl.compiled_module()
+    if compiled is None:
+        assert sorted(impls) == ['python']
+    else:
+        assert sorted(impls) == ['python', 'speedups']
+        fast = impls['speedups']
+        assert (fast.packs, fast.unpacks, fast.unpacks_list) == (
+            compiled.packs, compiled.unpacks, compiled.unpacks_list)
+    if keylib.IMPL == 'speedups':
+        assert keylib.packs is impls['speedups'].packs
+    else:
+        assert keylib.packs is keylib.PYTHON.packs
 
 
 def test_desc_cannot_wrap_desc():
@@ -325,6 +404,18 @@ def test_truncated_single_element_vectors_raise(case, key, data):
     for cut in range(1, len(data)):
         with pytest.raises(errors.CorruptKeyError):
             unpacks(data[:cut])
+
+
+def test_every_truncation_of_every_vector_raises_or_is_canonical():
+    # A cut at an element boundary (or inside a string or float fraction at a
+    # 7-bit group boundary) is another valid key; anything else must raise.
+    for _, _, data in VECTORS:
+        for cut in range(len(data)):
+            try:
+                decoded = keylib.unpacks_list(data[:cut])
+            except errors.CorruptKeyError:
+                continue
+            assert keylib.packs(decoded if len(decoded) > 1 else decoded[0]) == data[:cut]
 
 
 @given(st.binary(max_size=40))

@@ -3,7 +3,9 @@
 Parity of the twins on random float bit patterns, ints around 2**63/2**64,
 long strings crossing the twin's 256-byte stack buffer and many-element keys;
 a crash-detecting decoder fuzz of the twin in a subprocess; prefix ranges of
-Desc elements whose encoding ends in 0x00; datetime extremes.
+Desc elements whose encoding ends in 0x00; datetime extremes. Through the
+active implementation: ints of 256 bytes or more (a multi-byte length),
+``memoryview`` and ``bytearray`` input, invalid UTF-8 under the str tag.
 """
 
 import datetime
@@ -192,6 +194,17 @@ def test_overlong_float_fraction_is_rejected_quickly(name):
         IMPLS[name].unpacks(data)
 
 
+def test_float_fraction_group_limit_is_exactly_154():
+    # 5e-324 needs all 154 groups; 154 groups that are not a double are
+    # rejected as such, and a 155th group is refused before any arithmetic.
+    assert keylib.unpacks(keylib.packs(5e-324)) == (5e-324,)
+    assert len(keylib.packs(5e-324)) == 2 + 154
+    with pytest.raises(errors.CorruptKeyError, match='not exactly representable'):
+        keylib.unpacks(b'\x1b\x82' + b'\xff' * 154)
+    with pytest.raises(errors.CorruptKeyError, match='longer than any double'):
+        keylib.unpacks(b'\x1b\x82' + b'\xff' * 155)
+
+
 @pytest.mark.parametrize('name', sorted(IMPLS))
 def test_many_desc_elements_decode(name):
     key = tuple(Desc(i) for i in range(3000))
@@ -204,3 +217,109 @@ def test_namedtuple_is_a_key(name):
     Point = collections.namedtuple('Point', 'x y')
     assert IMPLS[name].packs(Point(1, 'a')) == IMPLS[name].packs((1, 'a'))
     assert IMPLS[name].packs([Point(1, 'a'), 2]) == IMPLS[name].packs([(1, 'a'), (2,)])
+
+
+# --- through the active implementation (keylib.packs etc.), in both passes ------------
+
+# Integers whose magnitude needs 256 bytes or more have a 2-byte (or longer)
+# length after TAG_POS_BIG / TAG_NEG_BIG; negative ones are inverted throughout.
+LONG_INTS = [
+    (2 ** 2040 - 1, b'\x24\x01\xff' + b'\xff' * 255),
+    (2 ** 2040, b'\x24\x02\x01\x00' + b'\x01' + b'\x00' * 255),
+    (2 ** 2048 - 1, b'\x24\x02\x01\x00' + b'\xff' * 256),
+    (2 ** 2048, b'\x24\x02\x01\x01' + b'\x01' + b'\x00' * 256),
+    (2 ** 524288, b'\x24\x03\x01\x00\x01' + b'\x01' + b'\x00' * 65536),
+    (-2 ** 2040, b'\x11\xfe\x00' + b'\x00' * 255),
+    (-2 ** 2040 - 1, b'\x11\xfd\xfe\xff' + b'\xfe' + b'\xff' * 255),
+    (-2 ** 2048, b'\x11\xfd\xfe\xff' + b'\x00' * 256),
+    (-2 ** 2048 - 1, b'\x11\xfd\xfe\xfe' + b'\xfe' + b'\xff' * 256),
+    (-2 ** 524288 - 1, b'\x11\xfc\xfe\xff\xfe' + b'\xfe' + b'\xff' * 65536),
+]
+
+
+@pytest.mark.parametrize('n,expected', LONG_INTS, ids=[
+    '2**2040-1', '2**2040', '2**2048-1', '2**2048', '2**524288',
+    '-2**2040', '-2**2040-1', '-2**2048', '-2**2048-1', '-2**524288-1'])
+def test_ints_of_256_bytes_or_more_exact_bytes(n, expected):
+    assert keylib.packs(n) == expected
+    assert keylib.unpacks(expected) == (n,)
+    desc = keylib.packs(Desc(n))
+    assert desc == b'\x40' + expected.translate(bytes(range(255, -1, -1))) + b'\xff'
+    assert keylib.unpacks(desc) == (Desc(n),)
+    assert keylib.unpacks(keylib.packs((n, 1.5, 'x'))) == (n, 1.5, 'x')
+
+
+def test_ints_around_the_two_byte_length_boundary_sort_and_round_trip():
+    values = sorted({sign * (2 ** (8 * k) + delta) for k in (254, 255, 256, 257)
+                     for delta in (-2, -1, 0, 1) for sign in (1, -1)})
+    packed = [keylib.packs(n) for n in values]
+    assert packed == sorted(packed) and len(set(packed)) == len(packed)
+    assert [keylib.unpacks(p) for p in packed] == [(n,) for n in values]
+    assert keylib.unpacks_list(keylib.packs([(values[0],), (values[-1],)])) == [
+        (values[0],), (values[-1],)]
+
+
+@pytest.mark.parametrize('data', [
+    b'\x24\x00',                                   # no length bytes
+    b'\x11\xff',
+    b'\x24\x02\x00\xff' + b'\x01' * 255,           # length with a leading zero byte
+    b'\x11\xfd\xff\x00' + b'\xfe' * 255,
+    b'\x24\x01\x08' + b'\x01' * 8,                 # fits a short tag: not canonical
+    b'\x11\xfe\xf7' + b'\xfe' * 8,
+    b'\x24\x01\x09' + b'\x00' + b'\x01' * 8,       # magnitude with a leading zero byte
+    b'\x11\xfe\xf6' + b'\xff' + b'\xfe' * 8,
+    b'\x24\x02\x01\x00' + b'\x01' * 255,           # magnitude one byte short
+    b'\x11\xfd\xfe\xff' + b'\xfe' * 255,
+], ids=['pos-no-length', 'neg-no-length', 'pos-length-zero-byte', 'neg-length-zero-byte',
+        'pos-short-fits', 'neg-short-fits', 'pos-magnitude-zero-byte', 'neg-magnitude-zero-byte',
+        'pos-short-magnitude', 'neg-short-magnitude'])
+def test_non_canonical_or_short_long_ints_raise(data):
+    with pytest.raises(errors.CorruptKeyError):
+        keylib.unpacks(data)
+    with pytest.raises(errors.CorruptKeyError):
+        keylib.unpacks_list(b'\x05\x01' + data)
+
+
+def test_every_truncation_of_a_long_int_raises():
+    for n in (2 ** 2040, -2 ** 2040 - 1, 2 ** 64, -2 ** 64 - 1):
+        data = keylib.packs(n)
+        for cut in range(1, len(data)):
+            with pytest.raises(errors.CorruptKeyError):
+                keylib.unpacks(data[:cut])
+
+
+def test_unpacks_accepts_bytearray_and_memoryview():
+    key = ('a', 2 ** 70, Desc(-1.5), None, b'\x00\xff')
+    data = keylib.packs(key, b'P')
+    for view in (bytearray(data), memoryview(data), memoryview(b'xx' + data + b'yy')[2:-2],
+                 memoryview(bytearray(data))):
+        assert keylib.unpacks(view, b'P') == key
+        assert keylib.unpacks_list(view, b'P') == [key]
+        assert keylib.unpacks(view[1:]) == key
+    listed = keylib.packs([('a',), (Desc(1),)])
+    assert keylib.unpacks_list(memoryview(listed)) == [('a',), (Desc(1),)]
+    with pytest.raises(errors.CorruptKeyError, match='unpacks_list'):
+        keylib.unpacks(memoryview(listed))
+    with pytest.raises(errors.CorruptKeyError):
+        keylib.unpacks(memoryview(data + b'\x7f'), b'P')
+    with pytest.raises(errors.CorruptKeyError):
+        keylib.unpacks(memoryview(data), b'Q')
+
+
+@pytest.mark.parametrize('raw', [b'\xff', b'\x80', b'a\xc0\x80', b'\xe2\x82', b'\xf4\x90\x80\x80',
+                                 b'\xf0\x9f\x98', b'abcdefgh\xfe'])
+def test_invalid_utf8_under_the_str_tag_raises(raw):
+    groups = keylib.packs(raw)[1:]           # the same 7-bit groups under the bytes tag
+    assert keylib.unpacks(b'\x30' + groups) == (raw,)
+    with pytest.raises(errors.CorruptKeyError):
+        keylib.unpacks(b'\x31' + groups)
+    with pytest.raises(errors.CorruptKeyError):
+        keylib.unpacks(keylib.packs('ok') + b'\x31' + groups + keylib.packs(1))
+    with pytest.raises(errors.CorruptKeyError):
+        keylib.unpacks(b'\x40' + (b'\x31' + groups).translate(bytes(range(255, -1, -1))) + b'\xff')
+
+
+def test_surrogate_utf8_under_the_str_tag_decodes():
+    groups = keylib.packs(b'\xed\xa0\x80')[1:]
+    assert keylib.unpacks(b'\x31' + groups) == ('\ud800',)
+    assert keylib.packs('\ud800') == b'\x31' + groups
