@@ -25,7 +25,7 @@ from centidb.errors import (
     CorruptKeyError, PickleNotAllowedError, StoreFormatError, UnknownEncoderError,
 )
 
-__all__ = ['Catalog', 'FORMAT_NAME', 'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
+__all__ = ['Catalog', 'check', 'FORMAT_NAME', 'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
 
 #: Written to ``(0, 'format')`` when a store is created.
 FORMAT_NAME = 'centidb'
@@ -125,12 +125,12 @@ class Catalog:
         self._encoder_ids = {}     # name -> persistent id
         self._encoder_names = {}   # persistent id -> name
         with self.engine.begin() as etxn:
-            complete = not self._check_format(etxn) and self._has_builtin_ids(etxn)
+            complete = not self.check_format(etxn) and self._has_builtin_ids(etxn)
             if complete:
                 self.refresh(etxn)
         if not complete:
             with self.engine.begin(write=True) as etxn:
-                if self._check_format(etxn):
+                if self.check_format(etxn):
                     etxn.put(_FORMAT_KEY, _dump({'format': FORMAT_NAME,
                                                  'version': FORMAT_VERSION}))
                 self.refresh(etxn)
@@ -139,8 +139,13 @@ class Catalog:
 
     # --- format and generation --------------------------------------------------
 
-    def _check_format(self, etxn):
-        """Check the format record; return True if the engine is empty."""
+    def check_format(self, etxn):
+        """Check the format record; return True if the engine is empty.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :raises ~centidb.errors.StoreFormatError: for another format or
+            version, or data without a format record.
+        """
         stored = etxn.get(_FORMAT_KEY)
         if stored is None:
             for _ in etxn.keys():
@@ -440,78 +445,78 @@ class Catalog:
         if (1 if value is None else value) < at_least:
             etxn.put(key, keylib.packs(at_least))
 
-    # --- checking ------------------------------------------------------------------------
 
-    def check(self, etxn):
-        """Read and check every metadata record; see ``Store.verify()``.
+def check(catalog, etxn):
+    """Read and check every metadata record of `catalog`; see ``Store.verify()``.
 
-        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
-        :returns: ``(problems, collections, indexes, counters)``: a list of
-            ``(collection name or None, key or None, message)``, a ``dict``
-            from name to metadata of every readable collection, a ``dict``
-            from collection id to its index ids, and a ``dict`` from name to
-            value of every readable counter.
-        """
-        problems, collections, indexes, encoder_ids = [], {}, {}, {}
-        counters = {}
+    :param catalog: the store's :class:`Catalog`.
+    :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+    :returns: ``(problems, collections, indexes, counters)``: a list of
+        ``(collection name or None, key or None, message)``, a ``dict``
+        from name to metadata of every readable collection, a ``dict``
+        from collection id to its index ids, and a ``dict`` from name to
+        value of every readable counter.
+    """
+    problems, collections, indexes, encoder_ids = [], {}, {}, {}
+    counters = {}
 
-        def bad(message, coll=None, key=None):
-            problems.append((coll, key, message))
+    def bad(message, coll=None, key=None):
+        problems.append((coll, key, message))
 
-        lo, hi = keylib.prefix_range((_META,))
-        for key_bytes, value in etxn.items(lo, hi):
-            try:
-                key = keylib.unpacks(key_bytes)[1:]
-            except CorruptKeyError as exc:
-                bad(f'metadata key {bytes(key_bytes)!r} is corrupt ({exc})')
-                continue
-            try:
-                self._check_record(key, etxn, value, collections, indexes, encoder_ids,
-                                   counters)
-            except StoreFormatError as exc:
-                bad(str(exc), key[1] if key[:1] == ('collection',) else None)
-        by_id = {info['id']: name for name, info in collections.items()}
-        used = sorted(by_id) + sorted(i for ids in indexes.values() for i in ids.values())
-        if len(set(used)) != len(used):
-            bad(f'prefix ids are used twice: {sorted(i for i in set(used) if used.count(i) > 1)}')
-        if used and max(used) >= counters.get(_PREFIX_COUNTER, 1):
-            bad(f'prefix id {max(used)} is not below the prefix counter '
-                f'{counters.get(_PREFIX_COUNTER, 1)}')
-        for coll_id in indexes:
-            if coll_id not in by_id:
-                bad(f'indexes {sorted(indexes[coll_id])} belong to collection id '
-                    f'{coll_id}, which does not exist')
-        ids = list(encoder_ids.values())
-        if len(set(ids)) != len(ids):
-            bad(f'encoder ids are used twice: {encoder_ids}')
-        if ids and max(ids) >= counters.get(_ENCODER_COUNTER, 1):
-            bad(f'encoder id {max(ids)} is not below the encoder counter')
-        for name, info in collections.items():
-            for field in ('encoder', 'packer'):
-                if info[field] not in encoder_ids:
-                    bad(f'its {field} {info[field]!r} has no encoder id', name)
-        user_counters = {key[1]: value for key, value in counters.items()
-                         if key[0] == 'counter'}
-        return problems, collections, indexes, user_counters
+    lo, hi = keylib.prefix_range((_META,))
+    for key_bytes, value in etxn.items(lo, hi):
+        try:
+            key = keylib.unpacks(key_bytes)[1:]
+        except CorruptKeyError as exc:
+            bad(f'metadata key {bytes(key_bytes)!r} is corrupt ({exc})')
+            continue
+        try:
+            _check_record(catalog, key, etxn, value, collections, indexes, encoder_ids,
+                          counters)
+        except StoreFormatError as exc:
+            bad(str(exc), key[1] if key[:1] == ('collection',) else None)
+    by_id = {info['id']: name for name, info in collections.items()}
+    used = sorted(by_id) + sorted(i for ids in indexes.values() for i in ids.values())
+    if len(set(used)) != len(used):
+        bad(f'prefix ids are used twice: {sorted(i for i in set(used) if used.count(i) > 1)}')
+    if used and max(used) >= counters.get(_PREFIX_COUNTER, 1):
+        bad(f'prefix id {max(used)} is not below the prefix counter '
+            f'{counters.get(_PREFIX_COUNTER, 1)}')
+    for coll_id in indexes:
+        if coll_id not in by_id:
+            bad(f'indexes {sorted(indexes[coll_id])} belong to collection id '
+                f'{coll_id}, which does not exist')
+    ids = list(encoder_ids.values())
+    if len(set(ids)) != len(ids):
+        bad(f'encoder ids are used twice: {encoder_ids}')
+    if ids and max(ids) >= counters.get(_ENCODER_COUNTER, 1):
+        bad(f'encoder id {max(ids)} is not below the encoder counter')
+    for name, info in collections.items():
+        for field in ('encoder', 'packer'):
+            if info[field] not in encoder_ids:
+                bad(f'its {field} {info[field]!r} has no encoder id', name)
+    user_counters = {key[1]: value for key, value in counters.items()
+                     if key[0] == 'counter'}
+    return problems, collections, indexes, user_counters
 
-    def _check_record(self, key, etxn, value, collections, indexes, encoder_ids,
-                      counters):
-        """Check one metadata record, filing what it holds in the dicts given."""
-        kind = key[0] if key else None
-        if key == ('format',):
-            self._check_format(etxn)
-        elif kind == 'sys' and key[1:] in (('prefix',), ('encoder',), ('generation',)):
-            counters[(_META,) + key] = _int_at(etxn, keylib.packs((_META,) + key),
-                                               f'the {key[1]} counter')
-        elif kind == 'collection' and len(key) == 2:
-            collections[key[1]] = self.collection_info(etxn, key[1])
-        elif kind == 'index' and len(key) == 3:
-            what = f'index {key[2]!r} of collection id {key[1]}'
-            indexes.setdefault(key[1], {})[key[2]] = _field(_load(value, what), 'id', int, what)
-        elif kind == 'encoder' and len(key) == 2:
-            what = f'encoder {key[1]!r}'
-            encoder_ids[key[1]] = _field(_load(value, what), 'id', int, what)
-        elif kind == 'counter' and len(key) == 2:
-            counters[key] = _int_at(etxn, _meta_key(*key), f'counter {key[1]!r}')
-        else:
-            raise StoreFormatError(f'unknown metadata record {key!r}')
+def _check_record(catalog, key, etxn, value, collections, indexes, encoder_ids,
+                  counters):
+    """Check one metadata record, filing what it holds in the dicts given."""
+    kind = key[0] if key else None
+    if key == ('format',):
+        catalog.check_format(etxn)
+    elif kind == 'sys' and key[1:] in (('prefix',), ('encoder',), ('generation',)):
+        counters[(_META,) + key] = _int_at(etxn, keylib.packs((_META,) + key),
+                                           f'the {key[1]} counter')
+    elif kind == 'collection' and len(key) == 2:
+        collections[key[1]] = catalog.collection_info(etxn, key[1])
+    elif kind == 'index' and len(key) == 3:
+        what = f'index {key[2]!r} of collection id {key[1]}'
+        indexes.setdefault(key[1], {})[key[2]] = _field(_load(value, what), 'id', int, what)
+    elif kind == 'encoder' and len(key) == 2:
+        what = f'encoder {key[1]!r}'
+        encoder_ids[key[1]] = _field(_load(value, what), 'id', int, what)
+    elif kind == 'counter' and len(key) == 2:
+        counters[key] = _int_at(etxn, _meta_key(*key), f'counter {key[1]!r}')
+    else:
+        raise StoreFormatError(f'unknown metadata record {key!r}')

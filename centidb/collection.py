@@ -15,7 +15,7 @@ Iterating methods and ``count()`` take the query parameters described in
 
 from centidb import batches, encodings, keylib
 from centidb.batches import BatchView
-from centidb.index import Index, IndexSet
+from centidb.index import Index, Indexed, IndexSet  # Index: also the older import path
 from centidb.query import Queryable, check_query, key_range, query_doc, readonly
 from centidb.errors import CorruptKeyError, StoreError
 from centidb.records import KeySource, Record, Records, as_key
@@ -24,13 +24,14 @@ from centidb.txn import Transaction
 __all__ = ['Collection']
 
 
-class Collection(Queryable):
+class Collection(Indexed, Queryable):
     """A named set of records in a store, with its indexes.
 
     Made by :meth:`centidb.store.Store.collection`, not directly; see there
     for the arguments users give. ``indices`` maps index names to the
-    :class:`Index` objects added in this session. ``len(coll)`` is
-    ``coll.count()``.
+    :class:`Index` objects added in this session; the index methods
+    (``add_index``, ``drop_index``, ``reindex``) come from
+    :class:`~centidb.index.Indexed`. ``len(coll)`` is ``coll.count()``.
 
     :param store: the :class:`~centidb.store.Store` (kept, not called).
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
@@ -145,65 +146,6 @@ class Collection(Queryable):
             indexes, unbound, self._view,
             self._batched, self._txns.engine.max_key_size)
         self._writer = self._records.writer
-
-    # --- indexes -------------------------------------------------------------
-
-    def add_index(self, name, func):
-        """Add (or, after a reopen, re-add) the index `name`; return it.
-
-        Functions are not stored: after reopening a store, call
-        ``add_index`` again for every index, or writes raise
-        :class:`~centidb.errors.IndexNotAddedError`. A new index on a
-        collection that already holds records is filled in for them, in a
-        write transaction of its own; if `func` raises meanwhile, the
-        exception propagates and the index is not created.
-
-        :param name: the index's name, a non-empty ``str``.
-        :param func: ``func(record)`` returns ``None`` (no entry), a value or
-            tuple (one entry), or a list (one entry per element).
-        :returns: the :class:`Index`.
-        :raises TypeError: for an empty or non-``str`` `name`, or a `func`
-            that is not callable.
-        :raises ValueError: if the index was already added in this session.
-        :raises ~centidb.errors.TransactionError: when creating a new index
-            while this thread has a write transaction open on the store.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        if not isinstance(name, str) or not name:
-            raise TypeError(f'index name must be a non-empty str, not {name!r}')
-        if not callable(func):
-            raise TypeError(f'index function for {name!r} must be callable')
-        return self._index_set.add(name, func)
-
-    def drop_index(self, name):
-        """Delete the index `name` and all its entries from the store.
-
-        Like ``add_index``, this commits in a transaction of its own. The
-        index need not have been added in this session.
-
-        :param name: the index's name.
-        :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if the
-            collection has no stored index `name`.
-        :raises ~centidb.errors.TransactionError: while this thread has a
-            write transaction open on the store.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        self._index_set.drop(name)
-
-    def reindex(self, name):
-        """Rebuild the index `name`: delete its entries and write them again.
-
-        Repairs an index that :meth:`~centidb.store.Store.verify` reports as
-        inconsistent (after a broken ``blind=True`` promise, or an index
-        function that changed). Runs in this thread's open write transaction
-        or in one of its own.
-
-        :param name: the name of an index added in this session.
-        :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if no
-            index `name` was added in this session.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        self._index_set.rebuild(name)
 
     # --- writing -------------------------------------------------------------
 

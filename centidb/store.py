@@ -23,6 +23,7 @@ that thread raises :class:`~centidb.errors.TransactionError`.
 
 from centidb import encodings
 from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog
+from centidb.catalog import check as check_catalog
 from centidb.collection import Collection
 from centidb.engines import Engine, get_engine_class
 from centidb.errors import CentiError, EncoderMismatchError, KeyKindMismatchError
@@ -312,7 +313,7 @@ class Store:
         return self._txns.run(None, False, self._verify_in)
 
     def _verify_in(self, txn, etxn):
-        meta_problems, collections, indexes, counters = self._catalog.check(etxn)
+        meta_problems, collections, indexes, counters = check_catalog(self._catalog, etxn)
         problems = [Problem(*problem) for problem in meta_problems]
         owned = {0}
         for name, info in sorted(collections.items()):

@@ -4,7 +4,7 @@
 or in batches) and every entry of its indexes, in one read transaction, and
 reports what does not hold; :func:`find_orphans` reports engine keys under
 prefixes no collection or index owns. The metadata itself is checked by
-:meth:`centidb.catalog.Catalog.check`.
+:func:`centidb.catalog.check`.
 """
 
 from typing import NamedTuple, Optional
