@@ -127,6 +127,34 @@ def test_limits_are_checked(store):
         coll.batch(max_recs='8')
 
 
+def test_check_limits_accepts_exactly_the_range_the_format_holds():
+    assert batches.check_limits(None, None) is None
+    for max_recs, max_bytes in [(1, 1), (batches.MAX_MEMBERS, batches.MAX_VALUE_BYTES)]:
+        assert batches.check_limits(max_recs, max_bytes) is None
+        assert batches.check_limits(max_recs, None) is None
+        assert batches.check_limits(None, max_bytes) is None
+    for args, match in [((0, None), r'^max_recs=0 is outside .*: 1 to 65535$'),
+                        ((65536, 1), r'^max_recs=65536 is outside'),
+                        ((None, 0), r'^max_bytes=0 is outside .*: 1 to 4294967295$'),
+                        ((1, 2 ** 32), r'^max_bytes=4294967296 is outside'),
+                        ((1, -1), r'^max_bytes=-1 is outside')]:
+        with pytest.raises(ValueError, match=match):
+            batches.check_limits(*args)
+    for args, match in [(('8', None), r"^max_recs must be an int or None, not 'str'$"),
+                        ((True, None), r"^max_recs must be an int or None, not 'bool'$"),
+                        ((None, 1.0), r"^max_bytes must be an int or None, not 'float'$")]:
+        with pytest.raises(TypeError, match=match):
+            batches.check_limits(*args)
+
+
+def test_largest_limits_are_accepted_by_batch(store):
+    coll = make(store, [(1,), (2,)])
+    most = {'max_recs': batches.MAX_MEMBERS, 'max_bytes': batches.MAX_VALUE_BYTES}
+    assert coll.batch(**most) == (2, 1, (2,))
+    assert coll.batch(max_recs=1, max_bytes=1) == (2, 2, (2,))
+    assert physical(store, coll) == [('batch', (1,), (1,)), ('batch', (2,), (2,))]
+
+
 def test_max_bytes_bounds_each_batch(store):
     coll = make(store, [(n,) for n in range(20)])
     found, made, last = coll.batch(max_bytes=100)
