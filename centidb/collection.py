@@ -18,7 +18,8 @@ from centidb.batches import BatchView
 from centidb.index import Index, Indexed, IndexSet  # Index: also the older import path
 from centidb.query import Queryable, check_query, key_range, query_doc, readonly
 from centidb.errors import CorruptKeyError, StoreError
-from centidb.records import KeySource, Record, Records, as_key
+from centidb.access import KeySource, Records
+from centidb.records import Record, as_key
 from centidb.txn import Transaction
 
 __all__ = ['Collection']
@@ -97,7 +98,7 @@ class Collection(Indexed, Queryable):
 
     @property
     def records(self):
-        """The collection's write and read paths (:class:`~centidb.records.Records`).
+        """The collection's write and read paths (:class:`~centidb.access.Records`).
 
         Made again whenever its indexes or batching change.
         """

@@ -9,7 +9,8 @@ through a plain Python function; each tuple is stored as one entry (layout in
 from centidb import keylib
 from centidb.errors import UnknownIndexError
 from centidb.query import Queryable, check_query, key_range, query_doc, readonly
-from centidb.records import as_key, delete_index_entries, first_entry, split_entries
+from centidb.access import delete_index_entries, first_entry, split_entries
+from centidb.records import as_key
 
 __all__ = ['Index', 'IndexSet', 'Indexed']
 

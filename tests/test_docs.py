@@ -30,7 +30,7 @@ DOCS = os.path.join(ROOT, 'docs')
 # Pages whose examples carry the narrative: each must hold tested examples.
 EXAMPLE_PAGES = ['index', 'tutorial', 'concepts', 'encoders', 'engines']
 # Modules the API reference documents, with every public name.
-API_MODULES = ['store', 'verify', 'collection', 'index', 'query', 'records', 'catalog', 'txn',
+API_MODULES = ['store', 'verify', 'collection', 'index', 'query', 'access', 'records', 'catalog', 'txn',
                'impl', 'keylib', 'keyformat', 'encodings', 'engines', 'batches', 'errors']
 # Languages a code block may declare without being run: shell and plain text.
 UNTESTED_LANGUAGES = {'console', 'shell-session', 'sh', 'bash', 'shell', 'text', 'none'}

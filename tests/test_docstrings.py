@@ -24,14 +24,15 @@ import pytest
 import centidb
 from centidb import (
     batches, catalog, collection, encodings, engines, errors, impl, index, keyformat,
-    keylib, query, records, store, txn, verify,
+    access, keylib, query, records, store, txn, verify,
 )
 
 # The modules of the engines package, each checked where it defines names.
 ENGINE_MODULES = [importlib.import_module(f'{engines.__name__}.{info.name}')
                   for info in pkgutil.iter_modules(engines.__path__)]
 
-MODULES = [centidb, store, verify, catalog, collection, index, query, records, txn, impl,
+MODULES = [centidb, store, verify, catalog, collection, index, query, access, records, txn,
+           impl,
            engines, *ENGINE_MODULES, encodings, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.

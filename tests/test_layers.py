@@ -29,6 +29,7 @@ LAYERS = [
     ['txn'],
     ['catalog', 'batches'],
     ['records'],
+    ['access'],
     ['query'],
     ['index'],
     ['collection'],

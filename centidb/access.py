@@ -1,0 +1,459 @@
+"""Access: how one collection's records and index entries are written and read.
+
+:class:`Records` holds everything the write and read paths need for one
+collection, in its current state (indexes, batching, key kind), and does the
+general case of each: records given as a :class:`~centidb.records.Record`,
+other packers, ``txn_key_func`` and counter keys, batches, deletes, index
+builds, and reads that name a corrupt record. It makes the collection's
+twinned :class:`~centidb.records.RecordWriter` and
+:class:`~centidb.records.RecordReader` for the common cases. The functions
+below read and delete index entries.
+
+This layer calls :mod:`centidb.records`, :mod:`centidb.batches` (through the
+view it is given) and engine transactions; never a layer above.
+"""
+
+from centidb import keylib, records
+from centidb.errors import (
+    CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
+    IndexNotAddedError, KeyKindMismatchError,
+)
+from centidb.records import ENTRY_SEP, as_key, delete_stale
+
+__all__ = ['KeySource', 'Records', 'split_entries', 'first_entry', 'delete_index_entries']
+
+_EMPTY = b''
+
+
+class KeySource:
+    """How a collection's records get their keys.
+
+    :param kind: ``'key_func'``, ``'txn_key_func'`` or ``'auto'``, as
+        recorded for the collection.
+    :param key_func: ``key_func(record)``, or None.
+    :param txn_key_func: ``txn_key_func(txn, record)``, or None.
+    :param next_key: ``next_key(engine txn)`` reads the counter's value,
+        the next auto-increment key (``at_least`` then moves it on).
+    :param at_least: ``at_least(engine txn, n)`` raises the counter to `n`.
+    """
+
+    __slots__ = ('kind', 'key_func', 'txn_key_func', 'next_key', 'at_least')
+
+    def __init__(self, kind, key_func, txn_key_func, next_key, at_least):
+        self.kind = kind
+        self.key_func = key_func
+        self.txn_key_func = txn_key_func
+        self.next_key = next_key
+        self.at_least = at_least
+
+
+class Records:
+    """One collection's write and read paths, prepared for its current state.
+
+    The collection makes a new one whenever its indexes or batching change.
+    The common cases are :attr:`writer` and :attr:`reader`; the methods here
+    do everything else (records given as :class:`~centidb.records.Record`, other packers,
+    ``txn_key_func`` and counter keys, batches, deletes, index builds).
+
+    :param coll: the collection, kept in each :class:`~centidb.records.Record`.
+    :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param txn_class: :class:`~centidb.txn.Transaction`.
+    :param name: the collection's name, for errors.
+    :param prefix: the collection's key prefix.
+    :param encoder: the record :class:`~centidb.encodings.Encoder`.
+    :param packer: the collection's packer and `header`, its id byte.
+    :param header: see `packer`.
+    :param plain_id: the id of the plain packer.
+    :param packer_of: ``packer_of(id)`` returns a registered packer or
+        raises :class:`~centidb.errors.UnknownEncoderError`.
+    :param keys: the collection's :class:`KeySource`.
+    :param indexes: the indexes added in this session (objects with
+        ``name``, ``func`` and ``prefix``), in the order added.
+    :param unbound: the names of stored indexes not added in this session.
+    :param view: the collection's :class:`~centidb.batches.BatchView`.
+    :param batched: True if the collection holds batches.
+    :param limit: the engine's longest key, or None.
+    """
+
+    def __init__(self, coll, txns, txn_class, name, prefix, encoder, packer, header,
+                 plain_id, packer_of, keys, indexes,
+                 unbound, view, batched, limit):
+        self.coll = coll
+        self.name = name
+        self.prefix = prefix
+        self.encoder = encoder
+        self.packer = packer
+        self.header = header
+        self.plain_id = plain_id
+        self.packer_of = packer_of
+        self.keys = keys
+        self.indexes = indexes
+        self.specs = tuple((index.func, index.prefix) for index in indexes)
+        self.unbound = unbound
+        self.view = view
+        self.batched = batched
+        self.limit = limit
+        self._decode_plain = encoder.decode
+        compress = None if packer.name == 'plain' else packer.encode
+        self.writer = records.RecordWriter(
+            coll, txns, txn_class, encoder.exact and not unbound and not batched and keys.kind != 'auto',
+            prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
+            limit, self.old_entries, self.check_key_sizes, records.Record)
+        self.reader = records.RecordReader(
+            txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
+            batched, view.get, self.missing_record_error,
+            corrupt_entry_error, self.corrupt_record_error)
+
+    # --- decoding --------------------------------------------------------------
+
+    def decode(self, stored):
+        """The record value of a stored record.
+
+        :param stored: the stored value (header byte and packed bytes).
+        """
+        try:
+            header = stored[0]
+        except IndexError:
+            raise ValueError('the stored value is empty') from None
+        if header == self.plain_id:      # the common case, without a call
+            return self._decode_plain(stored[1:])
+        return self._decode_plain(self.encoded(stored))
+
+    def encoded(self, stored):
+        """The encoder's bytes of a stored record (its packer undone).
+
+        :param stored: the stored value (header byte and packed bytes).
+        """
+        return self.packer_of(stored[0]).decode(stored[1:])
+
+    def decoded(self, key_bytes, stored, encoded=False):
+        """:meth:`decode` (or :meth:`encoded`), naming the record if that fails.
+
+        :param key_bytes: the record's engine key, for the error.
+        :param stored: the stored value.
+        :param encoded: undo only the packer.
+        :raises ~centidb.errors.CorruptRecordError: if the stored value
+            cannot be decoded (an error of centidb's own, such as
+            :class:`~centidb.errors.UnknownEncoderError`, propagates).
+        """
+        try:
+            return self.encoded(stored) if encoded else self.decode(stored)
+        except CentiError:
+            raise
+        except Exception as exc:
+            raise self.corrupt_record_error(key_bytes, exc) from exc
+
+    def corrupt_record_error(self, key_bytes, exc):
+        """The error for the record under `key_bytes`, whose value cannot be decoded.
+
+        :param key_bytes: the record's engine key.
+        :param exc: the exception decoding raised.
+        """
+        try:
+            key = repr(keylib.unpacks(key_bytes, self.prefix))
+        except CorruptKeyError:
+            key = f'bytes {key_bytes!r}'
+        return CorruptRecordError(
+            f'collection {self.name!r}: the record under key {key} cannot be '
+            f'decoded ({type(exc).__name__}: {exc})')
+
+    def entries(self, data, entry_tail):
+        """Return the index entry keys of a record (a list of bytes).
+
+        :param data: the record value.
+        :param entry_tail: see :meth:`entry_tail`.
+        """
+        return records.index_entries(self.specs, data, entry_tail)
+
+    def old_entries(self, stored, entry_tail):
+        """Return the index entry keys of a stored record.
+
+        :param stored: the stored value.
+        :param entry_tail: see :meth:`entry_tail`.
+        """
+        data = self.decoded(self.prefix + entry_tail[1:], stored)
+        return records.index_entries(self.specs, data, entry_tail)
+
+    def entry_tail(self, key_bytes):
+        """What follows an index tuple in an entry: separator and record key.
+
+        :param key_bytes: the record's engine key.
+        """
+        return ENTRY_SEP + key_bytes[len(self.prefix):]
+
+    def missing_record_error(self, index_name, key):
+        """The error for an entry of `index_name` pointing at a missing record.
+
+        :param index_name: the index's name.
+        :param key: the record key the entry names.
+        """
+        return IndexInconsistentError(
+            f'index {index_name!r} of collection {self.name!r} points at '
+            f'missing record {key!r}: the index is inconsistent (was a blind put '
+            f'used on an existing key, or an index function changed?)')
+
+    # --- reading -----------------------------------------------------------------
+
+    def stored(self, etxn, key_bytes):
+        """The stored value under `key_bytes` (in a batch or not), or None.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param key_bytes: the record's engine key.
+        """
+        if self.batched:
+            return self.view.get(etxn, key_bytes)
+        stored = etxn.get(key_bytes)
+        if stored is None:
+            # Another process may have batched the collection since it was opened.
+            return self.view.get(etxn, key_bytes)
+        return stored
+
+    def read(self, txn, etxn, key, default, encoded, rec):
+        """Read the record under `key`; see ``Collection.get``.
+
+        :param txn: the store transaction (unused: the signature
+            :meth:`~centidb.txn.TxnManager.run` calls).
+        :param etxn: its :class:`~centidb.engines.EngineTransaction`.
+        :param key: the key tuple.
+        :param default: returned when there is no record under `key`.
+        :param encoded: return the encoder's bytes.
+        :param rec: return a :class:`~centidb.records.Record`.
+        """
+        key_bytes = keylib.packs(key, self.prefix)
+        stored = self.stored(etxn, key_bytes)
+        if stored is None:
+            return default
+        if encoded:
+            return self.decoded(key_bytes, stored, encoded=True)
+        data = self.decoded(key_bytes, stored)
+        if rec:
+            entries = self.entries(data, self.entry_tail(key_bytes))
+            return records.Record(self.coll, data, key, stored, entries, self.indexes)
+        return data
+
+    def read_many(self, txn, etxn, packed, default):
+        """Read the records under the engine keys `packed`; see ``Collection.get_many``.
+
+        :param txn: the store transaction (unused, as for :meth:`read`).
+        :param etxn: its :class:`~centidb.engines.EngineTransaction`.
+        :param packed: a list of engine keys.
+        :param default: the item for a key with no record.
+        :returns: a ``list`` of values.
+        """
+        values = []
+        for key_bytes in packed:
+            stored = self.stored(etxn, key_bytes)
+            values.append(default if stored is None else self.decoded(key_bytes, stored))
+        return values
+
+    def items(self, etxn, lo, hi, reverse):
+        """Iterate ``(key bytes, stored)`` in ``[lo, hi)``, batches expanded.
+
+        Batches are looked for even in a collection that holds none, because
+        a ``batch()`` in the same transaction may make some mid-scan.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param lo: the lowest engine key.
+        :param hi: the engine key at which to stop.
+        :param reverse: iterate from `hi` down.
+        """
+        return self.view.items(etxn, lo, hi, reverse)
+
+    # --- writing -------------------------------------------------------------------
+
+    def check_writable(self):
+        """Refuse writes while a stored index is not added in this session."""
+        if self.unbound:
+            names = ', '.join(map(repr, sorted(self.unbound)))
+            raise IndexNotAddedError(
+                f'collection {self.name!r} has stored index(es) {names} that '
+                f'this program has not added (since it opened the store, or '
+                f'since another process created them); call add_index() for '
+                f'each (or drop_index()) before writing, so no index goes stale')
+
+    def check_key_sizes(self, key, key_bytes, entries):
+        """Refuse, before writing anything, keys the engine cannot store.
+
+        :param key: the record's key tuple, for the message.
+        :param key_bytes: its engine key.
+        :param entries: its index entries.
+        :raises ValueError: naming the key or index entry that is too long.
+        """
+        limit = self.limit
+        if limit is None:
+            return
+        if len(key_bytes) > limit:
+            raise ValueError(f'key {key!r} of collection {self.name!r} packs to '
+                             f'{len(key_bytes)} bytes; the engine stores at most {limit}')
+        for entry in entries:
+            if len(entry) > limit:
+                index = next(index for index in self.indexes
+                             if entry.startswith(index.prefix))
+                raise ValueError(
+                    f'index {index.name!r} entry for key {key!r} packs to '
+                    f'{len(entry)} bytes; the engine stores at most {limit}')
+
+    def put(self, txn, etxn, rec, key, blind, packer=None, header=None):
+        """Store `rec` (a value or a :class:`~centidb.records.Record`); see ``Collection.put``.
+
+        :param txn: the store transaction (for ``txn_key_func``).
+        :param etxn: its engine transaction.
+        :param rec: the record value, or a :class:`~centidb.records.Record`.
+        :param key: the key, or None.
+        :param blind: skip reading the old record.
+        :param packer: the packer to use, or None for the collection's own.
+        :param header: `packer`'s id byte, when `packer` is given.
+        :returns: the stored :class:`~centidb.records.Record`.
+        """
+        self.check_writable()
+        old_record = None
+        if type(rec) is records.Record or type(rec) is records.PYTHON.Record:
+            old_record = rec
+            if key is None:
+                key = rec.key
+            rec = rec.data
+        data = rec
+        # Everything user code can fail on runs before the first write.
+        encoded = self.encoder.encode(data)
+        if packer is None:
+            packer, header = self.packer, self.header
+        value = header + packer.encode(encoded)
+        indexed = data if self.encoder.exact else self._decode_plain(encoded)
+        heads = None
+        keys = self.keys
+        if key is not None:
+            key = as_key(key)
+        elif keys.key_func is not None:
+            key = as_key(keys.key_func(data))
+        elif keys.txn_key_func is not None:
+            key = as_key(keys.txn_key_func(txn, data))
+        elif keys.kind != 'auto':
+            raise KeyKindMismatchError(
+                f'collection {self.name!r} makes its keys with a {keys.kind}, which '
+                f'this program did not pass to collection(); pass {keys.kind}=, or '
+                f'give put() the key')
+        else:
+            # The counter moves only once all user code has succeeded.
+            heads = records.index_entries(self.specs, indexed, _EMPTY)
+            key = (keys.next_key(etxn),)       # read now, moved on below
+        key_bytes = keylib.packs(key, self.prefix)
+        entry_tail = self.entry_tail(key_bytes)
+        if heads is None:
+            entries = records.index_entries(self.specs, indexed, entry_tail)
+        else:
+            entries = [head + entry_tail for head in heads]
+        self.check_key_sizes(key, key_bytes, entries)
+        old_entries = None
+        # Without indexes there are no stale entries to find: skip the read.
+        if not blind and self.indexes:
+            old = self.stored(etxn, key_bytes)
+            if old is not None:
+                if (old_record is not None and old_record.coll is self.coll
+                        and old_record._indexes is self.indexes
+                        and old_record.key == key and old_record._stored == old):
+                    old_entries = old_record._entries
+                else:
+                    old_entries = self.old_entries(old, entry_tail)
+        # Everything that can fail has run: from here on, writes.
+        if keys.kind == 'auto' and len(key) == 1 and type(key[0]) is int:
+            # The counter stays above every (n,) key, so it never hands out a used one.
+            keys.at_least(etxn, key[0] + 1)
+        if self.batched:
+            self.view.split(etxn, key_bytes)
+        delete_stale(etxn, old_entries, entries)
+        writes = [(key_bytes, value)]
+        writes += [(entry, _EMPTY) for entry in entries]
+        etxn._put_many(writes)
+        return records.Record(self.coll, data, key, value, entries, self.indexes)
+
+    def delete(self, etxn, key):
+        """Delete the record under the key tuple `key` and its index entries.
+
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param key: the key tuple.
+        :returns: the deleted :class:`~centidb.records.Record`, or None if there was none.
+        """
+        self.check_writable()
+        key_bytes = keylib.packs(key, self.prefix)
+        plain = etxn.get(key_bytes)
+        old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
+        if old is None:
+            return None
+        data = self.decoded(key_bytes, old)
+        entries = self.entries(data, self.entry_tail(key_bytes))
+        # Everything that can fail has run: from here on, writes.
+        if plain is None:
+            self.view.split(etxn, key_bytes, rejoin=True)
+        for entry in entries:
+            etxn.delete(entry)
+        etxn.delete(key_bytes)
+        return records.Record(self.coll, data, key)
+
+    def fill_index(self, etxn, func, index_prefix):
+        """Write the entries of a new index for every record of the collection.
+
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param func: the index function.
+        :param index_prefix: the index's prefix.
+        """
+        lo, hi = keylib.prefix_range((), self.prefix)
+        specs = ((func, index_prefix),)
+        entries = []
+        for key_bytes, stored in self.items(etxn, lo, hi, False):
+            data = self.decoded(key_bytes, stored)
+            entries += records.index_entries(specs, data, self.entry_tail(key_bytes))
+        # Every call of `func` has succeeded: only now write.
+        for entry in entries:
+            etxn.put(entry, _EMPTY)
+
+
+def corrupt_entry_error(entry):
+    """The error for an index entry without an index tuple and a record key.
+
+    :param entry: the entry's engine key.
+    """
+    return CorruptKeyError(f'index entry {entry!r} does not hold an '
+                           f'index tuple and a record key')
+
+
+def split_entries(etxn, index_prefix, lo, hi, reverse):
+    """Iterate the entries of an index in ``[lo, hi)`` as ``(index tuple, record key)``.
+
+    :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+    :param index_prefix: the index's prefix.
+    :param lo: the lowest entry key.
+    :param hi: the entry key at which to stop.
+    :param reverse: iterate from `hi` down.
+    :raises ~centidb.errors.CorruptKeyError: (while iterating) for an entry
+        that does not hold an index tuple and a record key.
+    """
+    unpacks_list = keylib.unpacks_list
+    for entry in etxn.keys(lo, hi, reverse):
+        parts = unpacks_list(entry, index_prefix)
+        if len(parts) != 2:
+            raise corrupt_entry_error(entry)
+        yield parts[0], parts[1]
+
+
+def first_entry(etxn, index_prefix, x):
+    """The first entry key of an index for the index tuple `x`, or None.
+
+    :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+    :param index_prefix: the index's prefix.
+    :param x: the index tuple.
+    """
+    # Entries for exactly x are packs(x), KEY_SEP, packed record key.
+    packed = keylib.packs(x, index_prefix)
+    found = etxn.first(packed + ENTRY_SEP, keylib.after_key(packed))
+    return None if found is None else found[0]
+
+
+def delete_index_entries(etxn, index_prefix):
+    """Delete every entry of the index whose prefix is `index_prefix`.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param index_prefix: the index's prefix.
+    """
+    lo, hi = keylib.prefix_range((), index_prefix)
+    for key_bytes in list(etxn.keys(lo, hi)):
+        etxn.delete(key_bytes)
