@@ -98,7 +98,7 @@ class Records:
         self.writer = records.RecordWriter(
             coll, txns, txn_class, encoder.exact and not unbound and not batched and keys.kind != 'auto',
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
-            limit, self.old_entries, self.check_key_sizes, records.Record)
+            limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record)
         self.reader = records.RecordReader(
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,

@@ -186,8 +186,9 @@ class RecordWriter:
         entries of a stored record.
     :param too_long: ``too_long(key, key bytes, entries)`` raises the
         ``ValueError`` for a key or entry longer than `limit`.
-    :param record_class: the :class:`Record` class in use: a value of this
-        type is not the common case.
+    :param record_class: the pure-Python :class:`Record` class: a value of
+        this type, like one of the active :class:`Record`, is not the common
+        case.
     """
 
     def __init__(self, coll, txns, txn_class, usable, prefix, encode, compress, header,

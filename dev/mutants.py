@@ -7,6 +7,7 @@ Usage (from the repository root)::
     .venv/bin/python dev/mutants.py keylib --list           # list, run nothing
     .venv/bin/python dev/mutants.py keylib --lines 250-300  # only those lines
     .venv/bin/python dev/mutants.py batches --only encode_batch,decode_batch
+    .venv/bin/python dev/mutants.py access --only KeySource,Records.put  # Class.method
 
 Each mutant changes one thing in a copy of the module: an arithmetic, bitwise
 or augmented-assignment operator, a comparison, ``and``/``or``, a ``not``
@@ -46,7 +47,10 @@ MODULES = {
     'keylib': ('centidb/keylib.py', ['tests/test_keylib.py', 'tests/test_keylib_edge_cases.py',
                                      'tests/test_keylib_parity.py', 'tests/test_keylib_subclasses.py']),
     'batches': ('centidb/batches.py', ['tests/test_batches.py', 'tests/test_batch_*.py']),
-    'records': ('centidb/records.py', ['tests/test_records.py', 'tests/test_collection*.py']),
+    'records': ('centidb/records.py', ['tests/test_records.py', 'tests/test_collection*.py',
+                                       'tests/test_index.py', 'tests/test_verify.py']),
+    'access': ('centidb/access.py', ['tests/test_records.py', 'tests/test_collection*.py',
+                                     'tests/test_index.py', 'tests/test_verify.py']),
 }
 
 # --- mutation operators ----------------------------------------------------------
@@ -241,7 +245,8 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=0, help='seed for --sample (default 0)')
     parser.add_argument('--lines', metavar='A-B', help='only mutants on lines A to B')
     parser.add_argument('--only', metavar='NAME,...',
-                        help='only mutants inside these top-level functions, classes or assignments')
+                        help='only mutants inside these top-level functions, classes or '
+                             'assignments, or methods given as Class.method')
     parser.add_argument('--jobs', type=int, default=os.cpu_count() or 1)
     parser.add_argument('--timeout', type=float, help='seconds per mutant (default: 4 x baseline + 10)')
     parser.add_argument('--messages', action='store_true', help='also mutate raise arguments')
@@ -273,6 +278,10 @@ def main(argv=None):
             targets = [t.id for t in getattr(top, 'targets', []) if isinstance(t, ast.Name)]
             if getattr(top, 'name', None) in names or names.intersection(targets):
                 inside.update(range(top.lineno, top.end_lineno + 1))
+            elif isinstance(top, ast.ClassDef):
+                for member in top.body:
+                    if f'{top.name}.{getattr(member, "name", "")}' in names:
+                        inside.update(range(member.lineno, member.end_lineno + 1))
         nodes = list(ast.walk(ast.parse(source)))
         sites = [s for s in sites if getattr(nodes[s[0]], 'lineno', 0) in inside]
     if args.sample is not None and args.sample < len(sites):

@@ -14,7 +14,7 @@ import pytest
 import centidb
 from centidb import encodings, keylib
 from centidb.encodings import Encoder, make_json_encoder
-from centidb.errors import UnsupportedKeyTypeError
+from centidb.errors import CorruptRecordError, TransactionError, UnsupportedKeyTypeError
 
 from stores import (
     PEOPLE, Boom, by_id, contents, engine_keys, fails_cleanly, list_store, open_store,
@@ -170,6 +170,61 @@ def test_record_from_another_collection_does_not_skip_the_old_read(store):
     assert list(index.pairs()) == [(('y',), (1,))]
 
 
+def test_put_calls_each_user_function_once_and_a_read_record_skips_the_old_decode():
+    """The key and index functions run once per put on every path; a put over
+    an existing record also indexes the old version (decoded) to find its
+    stale entries, except for a Record read or stored in this state, whose
+    entries are remembered."""
+    calls = []
+
+    def key_of(rec):
+        calls.append('key')
+        return rec['id']
+
+    def tag_of_logged(rec):
+        calls.append('tag')
+        return rec['tag']
+
+    store = list_store()
+    coll = store.collection('c', key_func=key_of)
+    tags = coll.add_index('tag', tag_of_logged)
+    steps = [
+        (lambda: coll.put({'id': 1, 'tag': 'a'}), ['key', 'tag']),          # new
+        (lambda: coll.put({'id': 1, 'tag': 'b'}), ['key', 'tag', 'tag']),   # over the old
+        (lambda: coll.put({'id': 1, 'tag': 'c'}, packer=encodings.ZLIB_PACKER),
+         ['key', 'tag', 'tag']),
+        (lambda: coll.put({'id': 2, 'tag': 'x'}, blind=True), ['key', 'tag']),
+    ]
+    for put, expected in steps:
+        calls.clear()
+        put()
+        assert calls == expected
+    record = coll.get(1, rec=True)
+    for change in ('d', 'e'):
+        calls.clear()
+        record.data['tag'] = change
+        record = coll.put(record)                   # a Record put returns the new state
+        assert calls == ['tag'] and record.key == (1,)
+    assert list(tags.pairs()) == [(('e',), (1,)), (('x',), (2,))]
+    assert coll.get(1) == {'id': 1, 'tag': 'e'}
+
+
+def test_blind_put_over_an_existing_key_leaves_the_old_entries_on_every_path(store):
+    """The documented cost of a broken ``blind=True`` promise, on the
+    common-case writer, with packer= and with a Record: the old record is
+    not read, so its entries that differ stay, pointing at the new one."""
+    coll = store.collection('c', key_func=by_id)
+    tags = coll.add_index('tag', tag_of)
+    puts = [lambda rec: coll.put(rec, blind=True),
+            lambda rec: coll.put(rec, blind=True, packer=encodings.ZLIB_PACKER),
+            lambda rec: coll.put(centidb.Record(coll, rec), blind=True)]
+    for i, put in enumerate(puts):
+        coll.put({'id': i, 'tag': 'old'})
+        assert put({'id': i, 'tag': 'new'}).key == (i,)
+        assert coll.get(i) == {'id': i, 'tag': 'new'}
+        assert [tup for tup, key in tags.pairs() if key == (i,)] == [('new',), ('old',)]
+
+
 # --- encoders and packers ----------------------------------------------------
 
 def test_packers_and_custom_encoders(store):
@@ -301,6 +356,83 @@ def test_custom_packer_raising(docs):
 
     packer = docs.store.add_encoder(Encoder('failing', pack, bytes))
     fails_cleanly(docs.store, Boom, lambda: docs.put({'id': 2}, packer=packer))
+
+
+# --- the transaction a write runs in -----------------------------------------
+
+def test_writes_refuse_a_txn_they_cannot_write_in():
+    """On the common-case writer (key_func, no packer, blind or not) and the
+    general paths (packer=, counter keys, delete): a txn that is not a
+    transaction of this store raises TypeError, an ended or read-only one
+    TransactionError, before any user function runs or anything is written,
+    in this store or the other."""
+    calls = []
+
+    def key_of(rec):
+        calls.append('key')
+        return rec['id']
+
+    store, other = list_store(), list_store()
+    coll = store.collection('c', key_func=key_of)
+    coll.add_index('tag', lambda rec: calls.append('tag') or rec['tag'])
+    log = store.collection('log')
+    coll.put({'id': 1, 'tag': 'a'})
+    with store.begin(write=True) as ended:
+        pass
+    other.collection('c', key_func=by_id)
+    other_txn = other.begin(write=True)
+    other_before = contents(other, other_txn)
+    read_txn = store.begin()
+    writes = [lambda txn: coll.put({'id': 1, 'tag': 'b'}, txn=txn),
+              lambda txn: coll.put({'id': 2, 'tag': 'b'}, txn=txn, blind=True),
+              lambda txn: coll.put({'id': 1, 'tag': 'b'}, txn=txn, packer=encodings.ZLIB_PACKER),
+              lambda txn: log.put('x', txn=txn),
+              lambda txn: coll.delete(1, txn=txn)]
+    calls.clear()
+    for txn, exc, match in (('txn', TypeError, "^txn must be a transaction from this store"),
+                            (other_txn, TypeError, "^txn must be a transaction from this store"),
+                            (read_txn, TransactionError, '^cannot write in a read-only'),
+                            (ended, TransactionError, '^this transaction has already ended')):
+        for write in writes:
+            fails_cleanly(store, exc, lambda: write(txn), match=match)
+    assert calls == []
+    assert contents(other, other_txn) == other_before
+    other_txn.abort()
+    read_txn.abort()
+    assert list(coll.items()) == [((1,), {'id': 1, 'tag': 'a'})]
+
+
+def test_put_counts_its_writes_in_the_engine_transaction(store):
+    """``EngineTransaction.writes`` counts every put and delete (iterators
+    compare it to notice the transaction's own writes), on the engines' fast
+    path for several keys too."""
+    coll = store.collection('c', key_func=by_id)
+    coll.add_index('tags', lambda r: r['tags'])
+    with store.begin(write=True) as txn:
+        etxn = txn.engine_txn
+        before = etxn.writes
+        coll.put({'id': 1, 'tags': ['a', 'b']}, txn=txn)        # the record and 2 entries
+        assert etxn.writes - before == 3
+        coll.put({'id': 1, 'tags': ['b']}, txn=txn)             # 1 stale entry deleted, 2 puts
+        assert etxn.writes - before == 6
+    assert list(coll.indices['tags'].pairs()) == [(('b',), (1,))]
+
+
+# --- deletes from a batched collection ---------------------------------------
+
+def test_delete_from_a_batch_writes_the_other_members_back_as_one_batch():
+    store = list_store()
+    coll = store.collection('c', key_func=by_id)
+    tags = coll.add_index('tag', tag_of)
+    for i in range(1, 6):
+        coll.put({'id': i, 'tag': i % 2})
+    coll.batch()
+    assert len(engine_keys(store, coll.prefix)) == 1
+    assert coll.delete(3) == centidb.Record(coll, {'id': 3, 'tag': 1}, (3,))
+    assert len(engine_keys(store, coll.prefix)) == 1
+    assert list(coll.keys()) == [(1,), (2,), (4,), (5,)]
+    assert list(tags.pairs()) == [((0,), (2,)), ((0,), (4,)), ((1,), (1,)), ((1,), (5,))]
+    assert coll.delete(3) is None
 
 
 # --- bad arguments -----------------------------------------------------------
@@ -495,3 +627,19 @@ def test_malformed_stored_values_raise_centidb_errors(store, stored, why):
             coll.get(1, txn=txn)
     assert coll.put({'k': 1, 'tag': 'b'}, blind=True).key == (1,)   # a blind put repairs it
     assert coll.get(1) == {'k': 1, 'tag': 'b'}
+
+
+def test_put_over_an_undecodable_record_names_its_key():
+    """Finding a stored record's stale entries decodes it: on the common-case
+    writer and with packer=, the error names the collection and the key."""
+    store = list_store()
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    coll.add_index('tag', lambda rec: rec['tag'])
+    coll.put({'k': 1, 'tag': 'a'})
+    store.engine.put(keylib.packs((1,), coll.prefix), b'\x04\xc1')
+    message = r"^collection 'c': the record under key \(1,\) cannot be decoded"
+    fails_cleanly(store, CorruptRecordError, lambda: coll.put({'k': 1, 'tag': 'b'}),
+                  match=message)
+    fails_cleanly(store, CorruptRecordError,
+                  lambda: coll.put({'k': 1, 'tag': 'b'}, packer=encodings.ZLIB_PACKER),
+                  match=message)

@@ -114,6 +114,36 @@ def test_entries_pointing_at_a_missing_record_raise_index_inconsistent(store):
     assert list(tags.values(lo='other')) == [{'id': 2, 'tag': 'other'}]
 
 
+def test_reads_find_records_another_store_object_batched():
+    """A collection object that has not seen the batch() of another store
+    object on the same engine (another process) still finds the moved
+    records: get, index get and index scans look in batches when the plain
+    read misses. So does it once a write transaction told it."""
+    engine = centidb.engines.MemoryEngine()
+    first, second = centidb.Store(engine), centidb.Store(engine)
+    coll = first.collection('c', key_func=by_id)
+    tags = coll.add_index('tag', tag_of)
+    for i in range(1, 4):
+        coll.put({'id': i, 'tag': f't{i}'})
+    other = second.collection('c', key_func=by_id)
+    other.add_index('tag', tag_of)
+    expected = [{'id': i, 'tag': f't{i}'} for i in range(1, 4)]
+    for phase in ('plain', 'batched elsewhere', 'known batched'):
+        if phase == 'batched elsewhere':
+            other.batch()
+            assert len(engine_keys(first, coll.prefix)) == 1
+        if phase == 'known batched':
+            first.begin(write=True).abort()         # a write transaction reloads metadata
+        assert coll.records.batched is (phase == 'known batched')
+        assert (coll.get(2), tags.get('t2'), list(tags.values())) == \
+            (expected[1], expected[1], expected)
+        assert list(tags.items(reverse=True)) == [((f't{i}',), expected[i - 1])
+                                                   for i in (3, 2, 1)]
+        with first.begin() as txn:
+            assert coll.get(3, txn=txn) == tags.get('t3', txn=txn) == expected[2]
+        assert coll.get(4, default='-') == tags.get('t4', default='-') == '-'
+
+
 # --- add_index ---------------------------------------------------------------
 
 def test_adding_an_index_to_existing_records_fills_it(store):
@@ -137,6 +167,19 @@ def test_add_index_backfill_agrees_with_put():
     for tup, key in idx.pairs():
         by_key.setdefault(key, []).append(tup)
     assert by_key[(1,)] == by_key[(2,)]
+
+
+def test_add_index_fills_in_existing_records_in_key_order():
+    """The backfill scans the collection: the index function sees each
+    record once, in key order, as a put would have."""
+    store = list_store()
+    coll = store.collection('c', key_func=by_id)
+    for i in (3, 1, 2):
+        coll.put({'id': i, 'tag': f't{i}'})
+    seen = []
+    tags = coll.add_index('tag', lambda r: seen.append(r['id']) or r['tag'])
+    assert seen == [1, 2, 3]
+    assert list(tags.pairs()) == [(('t1',), (1,)), (('t2',), (2,)), (('t3',), (3,))]
 
 
 def test_add_index_whose_function_raises_on_existing_records(docs):
@@ -348,6 +391,17 @@ def test_index_not_added_after_reopen(reopen):
         docs.add_index('id', by_id)
         docs.delete(2)
         assert list(docs.keys()) == [(1,)]
+
+
+def test_index_not_added_error_names_every_unbound_index(reopen):
+    with reopen() as store:
+        docs = store.collection('docs', key_func=by_id)
+        docs.add_index('tag', tag_of)
+        docs.add_index('id', by_id)
+    with reopen() as store:
+        docs = store.collection('docs', key_func=by_id)
+        fails_cleanly(store, IndexNotAddedError, lambda: docs.put({'id': 1}),
+                      match=r"^collection 'docs' has stored index\(es\) 'id', 'tag' that ")
 
 
 def test_index_re_added_after_reopen_allows_writes(reopen):

@@ -166,3 +166,147 @@ def test_record_writer_declines_the_uncommon_cases():
             assert calls == [] and txn.engine_txn.writes == 0
         assert writes == 2
         store.close()
+
+
+WRITER_ARGS = ('coll', 'txns', 'txn_class', 'usable', 'prefix', 'encode', 'compress', 'header',
+               'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long', 'record_class')
+
+
+def _writer_like(twins, writer, **changes):
+    """A ``twins.RecordWriter`` made with `writer`'s arguments, some changed."""
+    args = {name: getattr(writer, name) for name in WRITER_ARGS}
+    args.update(changes)
+    return twins.RecordWriter(*(args[name] for name in WRITER_ARGS))
+
+
+def test_record_writer_calls_too_long_only_past_the_limit():
+    """A key or index entry of exactly `limit` bytes is written without
+    calling `too_long` (which raises, as documented); one byte less of limit
+    calls it with the key, the key bytes and every entry, having written
+    nothing. write() returns the stored Record."""
+    import centidb
+    for twins in (PURE, FAST):
+        store = centidb.open('ListEngine')
+        coll = store.collection('c', key_func=lambda rec: rec['k'])
+        coll.add_index('tag', lambda rec: rec['tag'])
+        calls = []
+
+        def too_long(*args):
+            calls.append(args)
+            raise ValueError('too long')
+
+        key_bytes = keylib.packs(('kk',), coll.prefix)
+        tail = coll.records.entry_tail(key_bytes)
+        short, long_tag = {'k': 'kk', 'tag': None}, {'k': 'kk', 'tag': 'a' * 20}
+        entries = coll.records.entries(long_tag, tail)
+        assert len(entries) == 1 and len(entries[0]) > len(key_bytes)
+        for value, limit, written in ((short, len(key_bytes), []),
+                                      (long_tag, len(entries[0]), entries)):
+            writer = _writer_like(twins, coll.records.writer, limit=limit, too_long=too_long)
+            with store.begin(write=True) as txn:
+                record = writer.write(txn, value, None, False)
+            assert (record.key, record.data, record._entries) == (('kk',), value, written)
+            assert store.engine.get(key_bytes) == record._stored
+            assert coll.get('kk') == value and calls == []
+        for value, limit in ((short, len(key_bytes) - 1), (long_tag, len(entries[0]) - 1)):
+            writer = _writer_like(twins, coll.records.writer, limit=limit, too_long=too_long)
+            before = list(store.engine.items())
+            with store.begin(write=True) as txn:
+                with pytest.raises(ValueError, match='too long'):
+                    writer.write(txn, value, None, False)
+            assert calls.pop() == (('kk',), key_bytes, coll.records.entries(value, tail))
+            assert list(store.engine.items()) == before
+        store.close()
+
+
+def test_records_put_takes_a_record_of_the_active_class_or_the_pure_one():
+    """The general put (packer=, counter keys) stores a Record's data under
+    its key whether it is of the active class or the pure one. Patching
+    ``records.Record`` makes the compiled class the active one, as in
+    speedups mode."""
+    import centidb
+    from centidb import encodings
+    for active in (FAST.Record, PURE.Record):
+        with mock.patch.object(records, 'Record', active):
+            store = centidb.open('ListEngine')
+            log = store.collection('log')
+            coll = store.collection('c', key_func=lambda rec: rec['k'])
+            for cls in dict.fromkeys([active, PURE.Record]):
+                for target, put in ((log, log.put),
+                                    (coll, lambda rec: coll.put(rec, packer=encodings.ZLIB_PACKER))):
+                    stored = put(cls(target, {'k': 0, 'cls': cls.__module__}, ('r', cls.__module__)))
+                    assert type(stored) is active and stored.key == ('r', cls.__module__)
+                    assert target.get(('r', cls.__module__)) == {'k': 0, 'cls': cls.__module__}
+            store.close()
+
+
+def test_common_case_put_takes_a_pure_record_as_the_general_put_does():
+    """Regression: with speedups active, the common-case writer took a pure
+    Record for a plain value (msgpack cannot store it)."""
+    import centidb
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    assert coll.put(PURE.Record(coll, {'k': 1}, (5,))).key == (5,)
+    assert coll.get(5) == {'k': 1}
+    store.close()
+
+
+# --- RecordReader: how many engine reads a read takes -------------------------
+
+def _counting_engine(fast):
+    """A MemoryEngine wrapper logging each get, seek and (if `fast`) unchecked get."""
+    from centidb.engines import MemoryEngine, WrapperEngine, WrapperTransaction
+
+    class Txn(WrapperTransaction):
+        def __init__(self, engine, inner):
+            super().__init__(engine, inner)
+            if fast:
+                self._fast_get = lambda key: engine.calls.append('fast_get') or inner.get(key)
+
+        def get(self, key):
+            self.engine.calls.append('get')
+            return super().get(key)
+
+        def first(self, lo=None, hi=None, reverse=False):
+            self.engine.calls.append('first')
+            return super().first(lo, hi, reverse)
+
+    class Engine(WrapperEngine):
+        transaction_class = Txn
+        calls = []
+
+    return Engine(MemoryEngine())
+
+
+@pytest.mark.parametrize('fast', [True, False], ids=['fast_get', 'get'])
+def test_record_reader_reads_a_plain_record_once(fast):
+    """Both twins read a plain record with one engine read (the unchecked
+    getter when the transaction has one and the key is no longer than the
+    engine's limit) and look in batches only when it misses; an index get
+    adds one seek to find the entry."""
+    import centidb
+    read = 'fast_get' if fast else 'get'
+    for twins in (PURE, FAST):
+        engine = _counting_engine(fast)
+        engine.max_key_size = 40
+        store = centidb.Store(engine)
+        with mock.patch.object(records, 'RecordReader', twins.RecordReader):
+            coll = store.collection('c', key_func=lambda rec: rec['k'])
+            tags = coll.add_index('tag', lambda rec: rec['tag'])
+        assert type(coll.records.reader) is twins.RecordReader
+        longest = next(('k' * n,) for n in range(40)
+                       if len(keylib.packs(('k' * n,), coll.prefix)) == 40)
+        coll.put({'k': 1, 'tag': 'a'})
+        coll.put({'k': longest, 'tag': None})
+        for call, result, expected in (
+                (lambda txn: coll.get(1, txn=txn), {'k': 1, 'tag': 'a'}, [read]),
+                (lambda txn: coll.get(longest, txn=txn), {'k': longest, 'tag': None}, [read]),
+                (lambda txn: coll.get(9, txn=txn), None, [read, 'first']),
+                (lambda txn: coll.get(longest[0] + 'k', txn=txn), None, ['get', 'first']),
+                (lambda txn: tags.get('a', txn=txn), {'k': 1, 'tag': 'a'}, ['first', read]),
+                (lambda txn: list(tags.values(txn=txn)), [{'k': 1, 'tag': 'a'}], [read])):
+            with store.begin() as txn:
+                engine.calls = []
+                assert call(txn) == result
+                assert engine.calls == expected
+        store.close()
