@@ -346,7 +346,9 @@ class Records:
         old_entries = None
         # Without indexes there are no stale entries to find: skip the read.
         if not blind and self.indexes:
-            old = self.stored(etxn, key_bytes)
+            # A write transaction has reloaded the metadata, so `batched` is
+            # current: no fallback read for a new key (reads need one).
+            old = self.view.get(etxn, key_bytes) if self.batched else etxn.get(key_bytes)
             if old is not None:
                 if (old_record is not None and old_record.coll is self.coll
                         and old_record._indexes is self.indexes

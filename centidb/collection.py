@@ -192,20 +192,21 @@ class Collection(Indexed, Queryable):
                 if packer is not None:
                     self._catalog.encoder_id(packer)   # registers it before begin()
                 with self._txns.begin(True) as own:
-                    return self._put(own, rec, key, blind, packer)
-        if packer is None:
+                    if packer is None:
+                        record = self._writer.write(own, rec, key, blind)
+                        if record is not None:
+                            return record
+                    return self._put_general(own, rec, key, blind, packer)
+        if packer is None:      # inline: the common case costs no further call
             record = self._writer.write(txn, rec, key, blind)
             if record is not None:
                 return record
-        return self._put(txn, rec, key, blind, packer)
+        return self._put_general(txn, rec, key, blind, packer)
 
-    def _put(self, txn, rec, key, blind, packer):
-        """put() past the common case: any record, key or packer."""
+    def _put_general(self, txn, rec, key, blind, packer):
+        """put() once the common-case writer declined (or, with `packer`, was skipped)."""
         etxn = self._txns.engine_txn(txn, True)
         if packer is None:
-            record = self._writer.write(txn, rec, key, blind)
-            if record is not None:
-                return record
             return self._records.put(txn, etxn, rec, key, blind)
         header = bytes([self._catalog.encoder_id(packer)])
         return self._records.put(txn, etxn, rec, key, blind, packer, header)
