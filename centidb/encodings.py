@@ -10,13 +10,32 @@ written.
 Built in:
 
 * :func:`make_msgpack_encoder` (the default for collections): safe for
-  files from untrusted sources. ``None``, bools, ints, floats, ``str``,
-  ``bytes``, lists, dicts (any msgpack keys) and **tuples** come back as
-  they went in: tuples are stored as msgpack extension type 1 holding an
-  array, so other msgpack readers see them as that extension. Subclasses
-  come back as their base type.
-* :func:`make_json_encoder`: UTF-8 JSON. Tuples come back as lists, dict
-  keys must be strings, and ``bytes`` cannot be stored.
+  files from untrusted sources (decoding never runs code). Every type a key
+  may hold comes back as it went in, nested at any depth: ``None``,
+  ``bool``, ``int`` of any size, ``float`` (NaN, ±inf and -0.0 included),
+  ``str`` (lone surrogates included), ``bytes``, ``uuid.UUID``,
+  ``datetime.datetime`` (naive, or aware with its UTC offset kept exactly as
+  a fixed-offset ``datetime.timezone``: a ``zoneinfo`` zone comes back as
+  its offset at that moment), ``datetime.date`` and ``decimal.Decimal``
+  (NaN, infinities, -0 and the exponent kept, so the ``repr`` is the same),
+  and also lists, **tuples** and dicts with keys of any of these types.
+  Tuples, ints beyond 64 bits and the last four types are msgpack extension
+  types 1 to 6 (see :doc:`format`). ``bytearray`` and ``memoryview`` come
+  back as ``bytes``; subclasses (``IntEnum``, ``(str, Enum)`` members,
+  namedtuples, ``datetime`` subclasses) come back as their base type.
+* :func:`make_json_encoder`: compact UTF-8 JSON, not ``exact``. ``None``,
+  bools, ``str`` and lists come back as they went in; ints of any size too
+  (but where Python limits int-to-string conversion, as 3.11 does, an int of
+  more than ``sys.get_int_max_str_digits()`` digits raises ``ValueError``);
+  floats too, NaN and ±inf written as the non-standard tokens ``NaN``,
+  ``Infinity`` and ``-Infinity``, which it reads back. Tuples (namedtuples
+  included) come back as lists. Dict keys must be ``str``, ``int``,
+  ``float``, ``bool`` or ``None`` and come back as strings (``1`` as
+  ``'1'``, ``True`` as ``'true'``, ``None`` as ``'null'``). A ``str`` holding
+  a lone surrogate raises ``UnicodeEncodeError``; ``bytes``, ``bytearray``,
+  ``uuid.UUID``, ``datetime.datetime``, ``datetime.date`` and
+  ``decimal.Decimal`` raise ``TypeError`` naming the type. Subclasses of
+  ``int``, ``float`` and ``str`` are written as their base type's value.
 * :data:`PICKLE_ENCODER`: any picklable object, tuples included. **Opt-in
   only**: unpickling data from an untrusted file can run arbitrary code.
 * Packers: :data:`PLAIN_PACKER` (no compression), :data:`ZLIB_PACKER`, and
@@ -30,14 +49,24 @@ collection using one runs index functions on the decoded record, exactly as
 a later update or delete will see it.
 """
 
+from __future__ import annotations
+
+import datetime
+import decimal
 import json
 import pickle
 import threading
+import uuid
 import zlib
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 import msgpack
 
-__all__ = ['Encoder', 'make_msgpack_encoder', 'make_json_encoder',
+if TYPE_CHECKING:
+    from zstandard import ZstdCompressor, ZstdDecompressor
+
+__all__ = ['Encoder', 'Packer', 'make_msgpack_encoder', 'make_json_encoder',
            'PICKLE_ENCODER', 'PLAIN_PACKER', 'ZLIB_PACKER', 'LZ4_PACKER',
            'ZSTD_PACKER', 'SNAPPY_PACKER', 'BUILTIN_ENCODERS']
 
@@ -65,7 +94,8 @@ class Encoder:
 
     __slots__ = ('name', 'encode', 'decode', 'exact')
 
-    def __init__(self, name, pack, unpack, exact=False):
+    def __init__(self, name: str, pack: Callable[[Any], bytes],
+                 unpack: Callable[[bytes], Any], exact: bool = False) -> None:
         if not isinstance(name, str) or not name:
             raise TypeError(f'Encoder name must be a non-empty str, not {name!r}')
         if not callable(pack) or not callable(unpack):
@@ -80,83 +110,313 @@ class Encoder:
         self.exact = bool(exact)
 
     @property
-    def pack(self):
+    def pack(self) -> Callable[[Any], bytes]:
         """Alias of :attr:`encode` (the older name)."""
         return self.encode
 
     @property
-    def unpack(self):
+    def unpack(self) -> Callable[[bytes], Any]:
         """Alias of :attr:`decode` (the older name)."""
         return self.decode
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'<Encoder {self.name!r}>'
 
 
-_TUPLE_EXT = 1
+class Packer(Protocol):
+    """What the record and batch formats need of a packer: bytes to bytes, and back.
+
+    Every packer is an :class:`Encoder` whose functions take and return
+    ``bytes``; this protocol gives those two functions their types for the
+    code that packs and unpacks stored values.
+    """
+
+    def encode(self, data: bytes, /) -> bytes:
+        """Pack `data` (an encoder's output).
+
+        :param data: the bytes to pack.
+        :returns: the packed bytes.
+        """
+
+    def decode(self, data: bytes, /) -> bytes:
+        """Unpack `data`, the inverse of :meth:`encode`.
+
+        :param data: packed bytes.
+        :returns: the bytes given to :meth:`encode`.
+        """
 
 
-def _msgpack_default(value):
-    """Pack what strict msgpack types refuse: tuples, and subclasses."""
-    if isinstance(value, tuple):
+# --- msgpack ---------------------------------------------------------------
+#
+# ON-DISK FORMAT: the extension type codes and payload layouts below are
+# specified in docs/format.rst ("Value format (msgpack encoder)") and checked
+# byte for byte by tests/test_values.py. Never change or reuse a code.
+
+_TUPLE_EXT = 1      # msgpack array of the elements
+_INT_EXT = 2        # int outside -2**63 .. 2**64-1: shortest two's complement, big-endian
+_UUID_EXT = 3       # the 16 bytes of UUID.bytes
+_DATETIME_EXT = 4   # 8 bytes wall-clock microseconds since 0001-01-01 [+ 5 bytes offset]
+_DATE_EXT = 5       # 4 bytes: date.toordinal()
+_DECIMAL_EXT = 6    # ASCII str(Decimal)
+
+_EXT_NAMES = {_TUPLE_EXT: 'tuple', _INT_EXT: 'int', _UUID_EXT: 'uuid.UUID',
+              _DATETIME_EXT: 'datetime.datetime', _DATE_EXT: 'datetime.date',
+              _DECIMAL_EXT: 'decimal.Decimal'}
+
+_INT64_MIN = -2 ** 63           # msgpack's native ints: int64 and uint64
+_UINT64_MAX = 2 ** 64 - 1
+_MICROSECOND = datetime.timedelta(microseconds=1)
+_DATETIME_MAX_US = (datetime.datetime.max - datetime.datetime.min) // _MICROSECOND
+_DATE_MAX_ORDINAL = datetime.date.max.toordinal()
+
+
+def _ext_tuple(value: tuple[Any, ...]) -> msgpack.ExtType:
+    return msgpack.ExtType(_TUPLE_EXT, _msgpack_packb(list(value)))
+
+
+def _ext_int(value: int) -> msgpack.ExtType:
+    """Only called for ints msgpack cannot store natively (beyond 64 bits)."""
+    return msgpack.ExtType(_INT_EXT, value.to_bytes(
+        (value.bit_length() + 8) // 8, 'big', signed=True))
+
+
+def _ext_uuid(value: uuid.UUID) -> msgpack.ExtType:
+    return msgpack.ExtType(_UUID_EXT, value.bytes)
+
+
+def _ext_datetime(value: datetime.datetime) -> msgpack.ExtType:
+    """The wall-clock time as microseconds, then the UTC offset if aware."""
+    micros = (((value.toordinal() - 1) * 86400 + value.hour * 3600
+               + value.minute * 60 + value.second) * 1000000 + value.microsecond)
+    data = micros.to_bytes(8, 'big')
+    offset = value.utcoffset()
+    if offset is not None:
+        data += (offset // _MICROSECOND).to_bytes(5, 'big', signed=True)
+    return msgpack.ExtType(_DATETIME_EXT, data)
+
+
+def _ext_date(value: datetime.date) -> msgpack.ExtType:
+    return msgpack.ExtType(_DATE_EXT, value.toordinal().to_bytes(4, 'big'))
+
+
+def _ext_decimal(value: decimal.Decimal) -> msgpack.ExtType:
+    # Decimal.__str__, not str(): a subclass may change its own str().
+    return msgpack.ExtType(_DECIMAL_EXT, decimal.Decimal.__str__(value).encode('ascii'))
+
+
+def _base_int(value: int) -> int | msgpack.ExtType:
+    """An int subclass (IntEnum, ...) as a plain int, or extension 2 if it needs one.
+
+    msgpack calls ``default`` at most once per value, so a big plain int
+    returned here would not reach :func:`_ext_int`.
+    """
+    value = int.__int__(value)
+    return value if _INT64_MIN <= value <= _UINT64_MAX else _ext_int(value)
+
+
+def _base_bytes(value: bytes | bytearray) -> bytes:
+    return bytes(memoryview(value))
+
+
+# The other exact types that msgpack hands to ``default`` (tuples are tested
+# first), with one lookup: an int only when it is beyond 64 bits.
+_EXT_ENCODERS: dict[type, Callable[[Any], msgpack.ExtType]] = {int: _ext_int, uuid.UUID: _ext_uuid,
+                 datetime.datetime: _ext_datetime, datetime.date: _ext_date,
+                 decimal.Decimal: _ext_decimal}
+
+# Subclasses, as their base type. datetime comes before date, its base class.
+# The base types' own methods (str.__str__, ...) give the value itself, even
+# where a subclass changes what str() or float() return.
+_SUBCLASS_ENCODERS: tuple[tuple[type, Callable[[Any], Any]], ...] = (
+    (int, _base_int), (float, float.__float__), (str, str.__str__),
+    (bytes, _base_bytes), (bytearray, _base_bytes), (dict, dict), (list, list),
+    (tuple, _ext_tuple), (datetime.datetime, _ext_datetime),
+    (datetime.date, _ext_date), (uuid.UUID, _ext_uuid),
+    (decimal.Decimal, _ext_decimal))
+
+
+def _msgpack_default(value: Any) -> Any:
+    """Pack what strict msgpack types refuse: the extension types, and subclasses."""
+    if type(value) is tuple:        # the usual caller: spare it the lookup
         return msgpack.ExtType(_TUPLE_EXT, _msgpack_packb(list(value)))
-    for base in (dict, list, str, bytes, bool, int, float):
+    to_ext = _EXT_ENCODERS.get(type(value))
+    if to_ext is not None:
+        return to_ext(value)
+    for base, convert in _SUBCLASS_ENCODERS:
         if isinstance(value, base):
-            return base(value)
-    raise TypeError(f'msgpack encoder cannot store {type(value).__name__!r} values')
+            return convert(value)
+    raise TypeError(
+        f'msgpack encoder cannot store {type(value).__name__!r} values (it stores '
+        f'None, bool, int, float, str, bytes, list, tuple, dict, uuid.UUID, '
+        f'datetime.datetime, datetime.date and decimal.Decimal)')
 
 
-def _msgpack_ext(code, data):
+def _decode_int(data: bytes) -> int:
+    value = int.from_bytes(data, 'big', signed=True)
+    if len(data) != (value.bit_length() + 8) // 8:
+        raise ValueError('not the shortest two\'s complement of the int')
+    if _INT64_MIN <= value <= _UINT64_MAX:
+        raise ValueError('the int is in the 64-bit range msgpack stores natively')
+    return value
+
+
+def _decode_uuid(data: bytes) -> uuid.UUID:
+    if len(data) != 16:
+        raise ValueError(f'{len(data)} bytes, not 16')
+    return uuid.UUID(bytes=data)
+
+
+def _decode_datetime(data: bytes) -> datetime.datetime:
+    tz: datetime.timezone | None
+    if len(data) == 8:
+        tz = None
+    elif len(data) == 13:
+        offset = int.from_bytes(data[8:], 'big', signed=True)
+        tz = datetime.timezone(datetime.timedelta(microseconds=offset))
+    else:
+        raise ValueError(f'{len(data)} bytes, not 8 (naive) or 13 (aware)')
+    micros = int.from_bytes(data[:8], 'big')
+    if micros > _DATETIME_MAX_US:
+        raise ValueError('the time is after datetime.max')
+    return (datetime.datetime.min + datetime.timedelta(microseconds=micros)).replace(tzinfo=tz)
+
+
+def _decode_date(data: bytes) -> datetime.date:
+    if len(data) != 4:
+        raise ValueError(f'{len(data)} bytes, not 4')
+    ordinal = int.from_bytes(data, 'big')
+    if not 1 <= ordinal <= _DATE_MAX_ORDINAL:
+        raise ValueError(f'ordinal {ordinal} is outside 1 .. {_DATE_MAX_ORDINAL}')
+    return datetime.date.fromordinal(ordinal)
+
+
+def _decode_decimal(data: bytes) -> decimal.Decimal:
+    text = data.decode('ascii')
+    value: decimal.Decimal | None
+    try:
+        value = decimal.Decimal(text)
+    except ArithmeticError:     # decimal.InvalidOperation, when the context traps it
+        value = None
+    # Only the one spelling str() gives: no '1e5', ' 1', '1_0' or 'nan'.
+    if value is None or decimal.Decimal.__str__(value) != text:
+        raise ValueError(f'{text!r} is not the str() of a Decimal')
+    return value
+
+
+_EXT_DECODERS: dict[int, Callable[[bytes], Any]] = {_INT_EXT: _decode_int, _UUID_EXT: _decode_uuid,
+                 _DATETIME_EXT: _decode_datetime, _DATE_EXT: _decode_date,
+                 _DECIMAL_EXT: _decode_decimal}
+
+
+def _msgpack_ext(code: int, data: bytes) -> Any:
+    """msgpack's ``ext_hook``: decode one extension value; never runs stored code.
+
+    Unknown codes come back as :class:`msgpack.ExtType`. A malformed payload
+    raises ``ValueError`` naming the extension.
+    """
     if code == _TUPLE_EXT:
-        return tuple(_msgpack_unpackb(data))
-    return msgpack.ExtType(code, data)
+        items = _msgpack_unpackb(data)
+        if type(items) is not list:
+            raise ValueError(f'malformed msgpack extension type 1 (tuple): the payload '
+                             f'holds {type(items).__name__!r}, not an array')
+        return tuple(items)
+    decode = _EXT_DECODERS.get(code)
+    if decode is None:
+        return msgpack.ExtType(code, data)
+    try:
+        return decode(data)
+    except (ValueError, OverflowError) as exc:
+        shown = data[:40].hex(' ') + (' ...' if len(data) > 40 else '')
+        raise ValueError(f'malformed msgpack extension type {code} ({_EXT_NAMES[code]}), '
+                         f'payload [{shown}]: {exc}') from None
 
 
-def _msgpack_packb(value):
-    return msgpack.packb(value, use_bin_type=True, strict_types=True,
-                         default=_msgpack_default)
+def _msgpack_packb(value: Any) -> bytes:
+    """Pack `value` with a packer of its own (for a tuple's payload)."""
+    try:
+        return _packb(value, use_bin_type=True, strict_types=True,
+                      default=_msgpack_default)
+    except UnicodeEncodeError:
+        return _msgpack_packb_surrogates(value)
 
 
-def _msgpack_unpackb(data):
+def _msgpack_packb_surrogates(value: Any) -> bytes:
+    """Pack `value` holding a ``str`` with a lone surrogate (the slow path)."""
+    return _packb(value, use_bin_type=True, strict_types=True,
+                  default=_msgpack_default, unicode_errors='surrogatepass')
+
+
+def _msgpack_unpackb(data: bytes) -> Any:
     # A function, not functools.partial: merging keyword arguments costs more.
-    return _unpackb(data, raw=False, strict_map_key=False, ext_hook=_msgpack_ext)
+    try:
+        return _unpackb(data, raw=False, strict_map_key=False, ext_hook=_msgpack_ext)
+    except UnicodeDecodeError:
+        # A lone surrogate (or bad bytes); the strict first try costs less.
+        return _unpackb(data, raw=False, strict_map_key=False, ext_hook=_msgpack_ext,
+                        unicode_errors='surrogatepass')
 
 
-_unpackb = msgpack.unpackb
+# msgpack has no type information: these say what its two functions return.
+_packb: Callable[..., bytes] = msgpack.packb
+_unpackb: Callable[..., Any] = msgpack.unpackb
 
 
-def make_msgpack_encoder():
-    """Return a new msgpack encoder (named ``'msgpack'``); tuples round-trip.
+class _MsgpackPacker(Protocol):
+    """The one method used of a ``msgpack.Packer`` (msgpack has no type information)."""
+
+    def pack(self, obj: Any, /) -> bytes: ...
+
+
+def make_msgpack_encoder() -> Encoder:
+    """Return a new msgpack encoder (named ``'msgpack'``).
+
+    Every type a key may hold round-trips, and so do lists, tuples and dicts
+    of them; the module docstring lists the types and :doc:`format` the
+    bytes.
 
     :returns: an exact :class:`Encoder`. Its ``encode`` raises ``TypeError``
-        for a value msgpack cannot store, and ``OverflowError`` for an
-        ``int`` outside -2**63 .. 2**64-1.
+        for a value of a type it cannot store (``set``, ``datetime.time``,
+        ...). Its ``decode`` raises ``ValueError`` for bytes that are not
+        msgpack or hold a malformed extension payload (reading a record,
+        the store reports that as
+        :class:`~centidb.errors.CorruptRecordError`).
     """
     local = threading.local()  # a Packer is not thread-safe; reuse one per thread
 
-    def pack(value):
+    def pack(value: Any) -> bytes:
+        packer: _MsgpackPacker
         try:
             packer = local.packer
         except AttributeError:
             packer = local.packer = msgpack.Packer(
                 use_bin_type=True, strict_types=True, default=_msgpack_default)
-        return packer.pack(value)
+        try:
+            return packer.pack(value)
+        except UnicodeEncodeError:   # a lone surrogate; the packer has reset itself
+            return _msgpack_packb_surrogates(value)
 
     return Encoder('msgpack', pack, _msgpack_unpackb, exact=True)
 
 
-def make_json_encoder():
+def make_json_encoder() -> Encoder:
     """Return a new JSON encoder (named ``'json'``), writing compact UTF-8.
 
-    :returns: an inexact :class:`Encoder` (tuples come back as lists). Its
-        ``encode`` raises ``TypeError`` for a value JSON cannot store.
+    What it does with each type is in the module docstring: ``bytes``,
+    UUIDs, datetimes, dates and Decimals raise ``TypeError``; tuples come
+    back as lists and non-``str`` dict keys as strings; NaN and ±inf are
+    written as the non-standard tokens Python's ``json`` reads back.
+
+    :returns: an inexact :class:`Encoder`. Its ``encode`` raises
+        ``TypeError`` for a value JSON cannot store, ``UnicodeEncodeError``
+        for a ``str`` holding a lone surrogate, and ``ValueError`` for an
+        ``int`` of more digits than ``sys.get_int_max_str_digits()`` allows.
     """
     dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False).encode
     loads = json.loads
     return Encoder('json', lambda value: dumps(value).encode('utf-8'), loads)
 
 
-def _pickle_dumps(value):
+def _pickle_dumps(value: Any) -> bytes:
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -164,7 +424,7 @@ def _pickle_dumps(value):
 PICKLE_ENCODER = Encoder('pickle', _pickle_dumps, pickle.loads, exact=True)
 
 
-def _identity(data):
+def _identity(data: bytes) -> bytes:
     return data
 
 
@@ -175,7 +435,8 @@ PLAIN_PACKER = Encoder('plain', _identity, _identity)
 ZLIB_PACKER = Encoder('zlib', zlib.compress, zlib.decompress)
 
 
-def _zstd_functions(zstandard):
+def _zstd_functions(zstandard: ModuleType) -> tuple[Callable[[bytes], bytes],
+                                                      Callable[[bytes], bytes]]:
     """zstd compress/decompress reusing one context per thread.
 
     Contexts are not thread-safe, and making one per call costs more than
@@ -183,14 +444,16 @@ def _zstd_functions(zstandard):
     """
     local = threading.local()
 
-    def compress(data):
+    def compress(data: bytes) -> bytes:
+        context: ZstdCompressor
         try:
             context = local.compressor
         except AttributeError:
             context = local.compressor = zstandard.ZstdCompressor(level=3)
         return context.compress(data)
 
-    def decompress(data):
+    def decompress(data: bytes) -> bytes:
+        context: ZstdDecompressor
         try:
             context = local.decompressor
         except AttributeError:
@@ -200,15 +463,17 @@ def _zstd_functions(zstandard):
     return compress, decompress
 
 
-def _optional_packers():
+def _optional_packers() -> tuple[Encoder | None, Encoder | None, Encoder | None]:
     """Build the packers whose compression libraries are installed."""
-    lz4 = zstd = snappy = None
+    lz4: Encoder | None = None
+    zstd: Encoder | None = None
+    snappy: Encoder | None = None
     try:
-        import lz4.block
+        import lz4.block as lz4_block
     except ImportError:
         pass
     else:
-        lz4 = Encoder('lz4', lz4.block.compress, lz4.block.decompress)
+        lz4 = Encoder('lz4', lz4_block.compress, lz4_block.decompress)
     try:
         import zstandard
     except ImportError:
