@@ -17,15 +17,35 @@ process's registry of encoders and packers (persistent id <-> name <->
 layers only.
 """
 
+from __future__ import annotations
+
 import json
 import threading
+from typing import Any, Dict, Mapping, Optional, Tuple, TypeVar
 
 from centidb import encodings, keylib
+from centidb.encodings import Encoder
+from centidb.engines import Engine, EngineTransaction
 from centidb.errors import (
     CorruptKeyError, PickleNotAllowedError, StoreFormatError, UnknownEncoderError,
 )
+from centidb.keylib import Key
+from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Catalog', 'check', 'FORMAT_NAME', 'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
+__all__ = ['Catalog', 'check', 'CollectionInfo', 'MetaProblem', 'FORMAT_NAME',
+           'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
+
+_T = TypeVar('_T')
+
+#: A collection's metadata ``dict``, as stored (JSON): ``'id'`` (its prefix
+#: id, an ``int``), ``'encoder'``, ``'packer'`` and ``'counter'`` (names),
+#: ``'key'`` (its key kind, one of :data:`KEY_KINDS`; absent in stores from
+#: before kinds were recorded) and ``'batched'`` (true once it held a batch).
+CollectionInfo = Dict[str, Any]
+
+#: A problem :func:`check` found: ``(collection name or None, key or None,
+#: message)``, the fields of a :class:`~centidb.verify.Problem`.
+MetaProblem = Tuple[Optional[str], Optional[Key], str]
 
 #: Written to ``(0, 'format')`` when a store is created.
 FORMAT_NAME = 'centidb'
@@ -41,15 +61,15 @@ _PREFIX_COUNTER = (_META, 'sys', 'prefix')
 _ENCODER_COUNTER = (_META, 'sys', 'encoder')
 
 
-def _meta_key(*parts):
+def _meta_key(*parts: Any) -> bytes:
     return keylib.packs((_META,) + parts)
 
 
-def _dump(info):
+def _dump(info: Mapping[str, Any]) -> bytes:
     return json.dumps(info, sort_keys=True).encode('utf-8')
 
 
-def _load(data, what):
+def _load(data: bytes, what: str) -> dict[str, Any]:
     """The JSON object stored for metadata `what`; StoreFormatError if unreadable."""
     try:
         info = json.loads(bytes(data).decode('utf-8'))
@@ -61,7 +81,7 @@ def _load(data, what):
     return info
 
 
-def _field(info, name, kind, what):
+def _field(info: Mapping[str, Any], name: str, kind: type[_T], what: str) -> _T:
     value = info.get(name)
     if type(value) is not kind:
         raise StoreFormatError(f'the metadata of {what} has no valid {name!r} '
@@ -69,11 +89,27 @@ def _field(info, name, kind, what):
     return value
 
 
-def _int_at(etxn, key, what):
+def _collection_info(stored: bytes, name: str) -> CollectionInfo:
+    """Collection `name`'s metadata ``dict`` from its stored bytes, checked."""
+    what = f'collection {name!r}'
+    info = _load(stored, what)
+    _field(info, 'id', int, what)
+    for field in ('encoder', 'packer', 'counter'):
+        _field(info, field, str, what)
+    if info.get('key', 'auto') not in KEY_KINDS:
+        raise StoreFormatError(f'the metadata of {what} names an unknown key kind '
+                               f'{info["key"]!r}')
+    return info
+
+
+def _int_at(etxn: EngineTransaction, key: bytes, what: str) -> int | None:
     """The int stored under `key` (packed as a key), None if absent."""
     stored = etxn.get(key)
-    if stored is None:
-        return None
+    return None if stored is None else _int_of(stored, what)
+
+
+def _int_of(stored: bytes, what: str) -> int:
+    """The int in `stored`, a 1-tuple packed as a key."""
     try:
         value = keylib.unpacks(stored)
     except CorruptKeyError as exc:
@@ -83,7 +119,7 @@ def _int_at(etxn, key, what):
     return value[0]
 
 
-def _bump(etxn, key, n, init, what):
+def _bump(etxn: EngineTransaction, key: bytes, n: int, init: int, what: str) -> int:
     """Return the int stored under `key` (or `init`), then add `n` to it."""
     value = _int_at(etxn, key, what)
     if value is None:
@@ -113,17 +149,18 @@ class Catalog:
         unreadable metadata.
     """
 
-    def __init__(self, txns):
+    def __init__(self, txns: TxnManager) -> None:
         self._txns = txns
-        self.engine = txns.engine
+        self.engine: Engine = txns.engine
         #: Guards the cache; taken after the engine's writer lock.
         self.lock = threading.RLock()
-        self.generation = None      # as last read; None: reload at the next refresh
+        #: The metadata generation as last read; None: reload at the next refresh.
+        self.generation: int | None = None
         self._encoders = {enc.name: enc for enc in encodings.BUILTIN_ENCODERS
                           if enc is not encodings.PICKLE_ENCODER}
         self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
-        self._encoder_ids = {}     # name -> persistent id
-        self._encoder_names = {}   # persistent id -> name
+        self._encoder_ids: dict[str, int] = {}     # name -> persistent id
+        self._encoder_names: dict[int, str] = {}   # persistent id -> name
         with self.engine.begin() as etxn:
             complete = not self.check_format(etxn) and self._has_builtin_ids(etxn)
             if complete:
@@ -139,7 +176,7 @@ class Catalog:
 
     # --- format and generation --------------------------------------------------
 
-    def check_format(self, etxn):
+    def check_format(self, etxn: EngineTransaction) -> bool:
         """Check the format record; return True if the engine is empty.
 
         :param etxn: an :class:`~centidb.engines.EngineTransaction`.
@@ -165,11 +202,11 @@ class Catalog:
                 f'version {FORMAT_VERSION}')
         return False
 
-    def _has_builtin_ids(self, etxn):
+    def _has_builtin_ids(self, etxn: EngineTransaction) -> bool:
         return all(etxn.get(_meta_key('encoder', enc.name)) is not None
                    for enc in encodings.BUILTIN_ENCODERS)
 
-    def refresh(self, etxn):
+    def refresh(self, etxn: EngineTransaction) -> bool:
         """Bring the cached encoder ids up to date if the metadata changed.
 
         :param etxn: an :class:`~centidb.engines.EngineTransaction`.
@@ -180,7 +217,8 @@ class Catalog:
         if generation == self.generation:
             return False
         with self.lock:
-            ids, names = {}, {}
+            ids: dict[str, int] = {}
+            names: dict[int, str] = {}
             lo, hi = keylib.prefix_range((_META, 'encoder'))
             for key_bytes, value in etxn.items(lo, hi):
                 name = keylib.unpacks(key_bytes)[2]
@@ -192,18 +230,18 @@ class Catalog:
             self.generation = generation
         return True
 
-    def _changed(self, txn):
+    def _changed(self, txn: Transaction) -> None:
         """Bump the generation in `txn`: other processes reload at their next write."""
-        etxn = txn.engine_txn
+        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
         self.generation = _bump(etxn, _GENERATION_KEY, 1, 0, 'the metadata generation') + 1
         txn.undo.append(self._forget_generation)
 
-    def _forget_generation(self):
+    def _forget_generation(self) -> None:
         self.generation = None
 
     # --- encoders and packers ------------------------------------------------------
 
-    def _persist_encoder_id(self, etxn, name):
+    def _persist_encoder_id(self, etxn: EngineTransaction, name: str) -> int:
         """The id stored for encoder `name`, numbering it first if it has none."""
         key = _meta_key('encoder', name)
         stored = etxn.get(key)
@@ -221,7 +259,7 @@ class Catalog:
             self._encoder_names[encoder_id] = name
         return encoder_id
 
-    def add_encoder(self, encoder):
+    def add_encoder(self, encoder: Encoder) -> Encoder:
         """Register `encoder`; see :meth:`centidb.store.Store.add_encoder`.
 
         :param encoder: an :class:`~centidb.encodings.Encoder`.
@@ -234,7 +272,8 @@ class Catalog:
             # Numbered in a write transaction, where the stored ids are current.
             with self._txns.writing() as txn:
                 if name not in self._encoder_ids:
-                    self._persist_encoder_id(txn.engine_txn, name)
+                    self._persist_encoder_id(
+                        txn.engine_txn, name)  # type: ignore[arg-type]  # txn is open
                     self._changed(txn)
                     txn.undo.append(lambda: self._forget_encoder(name))
         with self.lock:
@@ -244,12 +283,12 @@ class Catalog:
                 self._encoders[name] = encoder
             return self._encoders[name]
 
-    def _forget_encoder(self, name):
+    def _forget_encoder(self, name: str) -> None:
         with self.lock:
             encoder_id = self._encoder_ids.pop(name, None)
-            self._encoder_names.pop(encoder_id, None)
+            self._encoder_names.pop(encoder_id, None)  # type: ignore[arg-type]  # None: no-op
 
-    def encoder_id(self, encoder):
+    def encoder_id(self, encoder: Encoder) -> int:
         """The persistent id of `encoder`'s name, registering it if needed.
 
         :param encoder: an :class:`~centidb.encodings.Encoder`.
@@ -261,14 +300,14 @@ class Catalog:
             self.add_encoder(encoder)
         return self._encoder_ids[encoder.name]
 
-    def encoder(self, name):
+    def encoder(self, name: str) -> Encoder | None:
         """The :class:`~centidb.encodings.Encoder` registered as `name`, or None.
 
         :param name: the encoder's name.
         """
         return self._encoders.get(name)
 
-    def registered(self, encoder_name, coll_name):
+    def registered(self, encoder_name: str, coll_name: str) -> Encoder:
         """The encoder a collection was created with, which must be registered.
 
         :param encoder_name: the name stored for the collection.
@@ -293,7 +332,7 @@ class Catalog:
             f'registered in this session; call store.add_encoder() with '
             f'it, or pass it to collection()')
 
-    def packer(self, packer_id, coll_name):
+    def packer(self, packer_id: int, coll_name: str) -> Encoder:
         """The registered packer with persistent id `packer_id`.
 
         :param packer_id: the id byte of a stored record.
@@ -303,7 +342,7 @@ class Catalog:
             session.
         """
         name = self._encoder_names.get(packer_id)
-        packer = self._encoders.get(name)
+        packer = self._encoders.get(name)  # type: ignore[arg-type]  # None finds nothing
         if packer is not None:
             return packer
         if name is None:
@@ -317,7 +356,7 @@ class Catalog:
 
     # --- collections and indexes ---------------------------------------------------------
 
-    def collection_info(self, etxn, name):
+    def collection_info(self, etxn: EngineTransaction, name: str) -> CollectionInfo | None:
         """The stored metadata ``dict`` of collection `name`, or None.
 
         :param etxn: an :class:`~centidb.engines.EngineTransaction`.
@@ -325,19 +364,26 @@ class Catalog:
         :raises ~centidb.errors.StoreFormatError: if it is unreadable.
         """
         stored = etxn.get(_meta_key('collection', name))
-        if stored is None:
-            return None
-        what = f'collection {name!r}'
-        info = _load(stored, what)
-        _field(info, 'id', int, what)
-        for field in ('encoder', 'packer', 'counter'):
-            _field(info, field, str, what)
-        if info.get('key', 'auto') not in KEY_KINDS:
-            raise StoreFormatError(f'the metadata of {what} names an unknown key kind '
-                                   f'{info["key"]!r}')
-        return info
+        return None if stored is None else _collection_info(stored, name)
 
-    def create_collection(self, txn, name, encoder, packer, counter_name, key_kind):
+    def collections(self, etxn: EngineTransaction) -> dict[str, CollectionInfo]:
+        """A ``dict`` from name to metadata of every collection stored.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :raises ~centidb.errors.StoreFormatError: if a collection's metadata
+            is unreadable.
+        """
+        lo, hi = keylib.prefix_range((_META, 'collection'))
+        infos: dict[str, CollectionInfo] = {}
+        for key_bytes, value in etxn.items(lo, hi):
+            key = keylib.unpacks(key_bytes)
+            if len(key) == 3:
+                infos[key[2]] = _collection_info(value, key[2])
+        return infos
+
+    def create_collection(self, txn: Transaction, name: str, encoder: Encoder, packer: Encoder,
+                          counter_name: str | None,
+                          key_kind: str) -> tuple[CollectionInfo, bool]:
         """Store a new collection's metadata, unless it is already stored.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
@@ -349,7 +395,7 @@ class Catalog:
         :param key_kind: one of :data:`KEY_KINDS`.
         :returns: ``(metadata dict, True if created now)``.
         """
-        etxn = txn.engine_txn
+        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
         info = self.collection_info(etxn, name)
         if info is not None:        # another thread or process created it
             return info, False
@@ -364,63 +410,124 @@ class Catalog:
         self._changed(txn)
         return info, True
 
-    def save_collection_info(self, txn, name, info):
+    def save_collection_info(self, txn: Transaction, name: str, info: CollectionInfo) -> None:
         """Replace collection `name`'s metadata with `info`.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
         :param name: the collection's name.
         :param info: its metadata ``dict``.
         """
-        txn.engine_txn.put(_meta_key('collection', name), _dump(info))
+        txn.engine_txn.put(  # type: ignore[union-attr]  # txn is open
+            _meta_key('collection', name), _dump(info))
         self._changed(txn)
 
-    def index_ids(self, etxn, coll_id):
+    def drop_collection(self, txn: Transaction, name: str, info: CollectionInfo) -> None:
+        """Remove collection `name` from the metadata (not its records or entries).
+
+        Deletes its metadata, its indexes' metadata, and its counter if the
+        counter has the collection's own default name (``'<name>:key'``) and
+        no other collection counts with it; a counter named with
+        ``counter_name=`` may be shared, so it is kept.
+
+        :param txn: a write :class:`~centidb.txn.Transaction`.
+        :param name: the collection's name.
+        :param info: its metadata ``dict``, as :meth:`collection_info` read it.
+        """
+        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
+        coll_id = info['id']
+        for index_name in self.index_ids(etxn, coll_id):
+            etxn.delete(_meta_key('index', coll_id, index_name))
+        etxn.delete(_meta_key('collection', name))
+        counter = info['counter']
+        if counter == f'{name}:key' and not self._counted_by_another(etxn, name, counter):
+            etxn.delete(_meta_key('counter', counter))
+        self._changed(txn)
+
+    def rename_collection(self, txn: Transaction, old: str, new: str,
+                          info: CollectionInfo) -> CollectionInfo:
+        """Store collection `old`'s metadata under the name `new` instead.
+
+        Its prefix id, and so its records and indexes, stay as they are. A
+        counter with the default name ``'<old>:key'`` that no other
+        collection counts with moves to ``'<new>:key'``, unless a counter of
+        that name exists; otherwise the metadata keeps naming the old
+        counter.
+
+        :param txn: a write :class:`~centidb.txn.Transaction`.
+        :param old: the collection's name.
+        :param new: its new name; no collection may have it.
+        :param info: its metadata ``dict``, as :meth:`collection_info` read it.
+        :returns: the metadata ``dict`` stored under `new`.
+        """
+        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
+        counter, target = info['counter'], f'{new}:key'
+        if (counter == f'{old}:key'
+                and not self._counted_by_another(etxn, old, counter)
+                and not self._counted_by_another(etxn, old, target)
+                and etxn.get(_meta_key('counter', target)) is None):
+            value = etxn.get(_meta_key('counter', counter))
+            if value is not None:
+                etxn.put(_meta_key('counter', target), value)
+                etxn.delete(_meta_key('counter', counter))
+            info = dict(info, counter=target)
+        etxn.delete(_meta_key('collection', old))
+        etxn.put(_meta_key('collection', new), _dump(info))
+        self._changed(txn)
+        return info
+
+    def _counted_by_another(self, etxn: EngineTransaction, name: str, counter: str) -> bool:
+        """True if a collection other than `name` numbers its keys with `counter`."""
+        return any(info['counter'] == counter
+                   for other, info in self.collections(etxn).items() if other != name)
+
+    def index_ids(self, etxn: EngineTransaction, coll_id: int) -> dict[str, int]:
         """A ``dict`` from name to prefix id of every index stored for a collection.
 
         :param etxn: an :class:`~centidb.engines.EngineTransaction`.
         :param coll_id: the collection's prefix id.
         """
         lo, hi = keylib.prefix_range((_META, 'index', coll_id))
-        ids = {}
+        ids: dict[str, int] = {}
         for key_bytes, value in etxn.items(lo, hi):
             name = keylib.unpacks(key_bytes)[3]
             what = f'index {name!r} of collection id {coll_id}'
             ids[name] = _field(_load(value, what), 'id', int, what)
         return ids
 
-    def next_prefix_id(self, etxn):
+    def next_prefix_id(self, etxn: EngineTransaction) -> int:
         """The prefix id the next collection or index will get (nothing is written).
 
         :param etxn: an :class:`~centidb.engines.EngineTransaction`.
         """
         return _bump(etxn, keylib.packs(_PREFIX_COUNTER), 0, 1, 'the prefix counter')
 
-    def create_index(self, txn, coll_id, name):
+    def create_index(self, txn: Transaction, coll_id: int, name: str) -> int:
         """Number and store a new index of collection `coll_id`; return its id.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
         :param coll_id: the collection's prefix id.
         :param name: the index's name.
         """
-        etxn = txn.engine_txn
+        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
         index_id = _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1, 'the prefix counter')
         etxn.put(_meta_key('index', coll_id, name), _dump({'id': index_id}))
         self._changed(txn)
         return index_id
 
-    def delete_index(self, txn, coll_id, name):
+    def delete_index(self, txn: Transaction, coll_id: int, name: str) -> None:
         """Remove index `name` of collection `coll_id` from the metadata.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
         :param coll_id: the collection's prefix id.
         :param name: the index's name.
         """
-        txn.engine_txn.delete(_meta_key('index', coll_id, name))
+        txn.engine_txn.delete(  # type: ignore[union-attr]  # txn is open
+            _meta_key('index', coll_id, name))
         self._changed(txn)
 
     # --- counters ----------------------------------------------------------------------
 
-    def counter(self, etxn, name, n, init):
+    def counter(self, etxn: EngineTransaction, name: str, n: int, init: int) -> int:
         """Return counter `name`'s value (or `init`), then add `n` to it.
 
         :param etxn: an :class:`~centidb.engines.EngineTransaction` (a
@@ -433,7 +540,7 @@ class Catalog:
         """
         return _bump(etxn, _meta_key('counter', name), n, init, f'counter {name!r}')
 
-    def raise_counter(self, etxn, name, at_least):
+    def raise_counter(self, etxn: EngineTransaction, name: str, at_least: int) -> None:
         """Make counter `name` at least `at_least` (a counter not stored counts as 1).
 
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
@@ -446,21 +553,26 @@ class Catalog:
             etxn.put(key, keylib.packs(at_least))
 
 
-def check(catalog, etxn):
+def check(catalog: Catalog, etxn: EngineTransaction) -> tuple[
+        list[MetaProblem], dict[str, CollectionInfo], dict[int, dict[str, int]],
+        dict[str, int]]:
     """Read and check every metadata record of `catalog`; see ``Store.verify()``.
 
     :param catalog: the store's :class:`Catalog`.
     :param etxn: an :class:`~centidb.engines.EngineTransaction`.
     :returns: ``(problems, collections, indexes, counters)``: a list of
-        ``(collection name or None, key or None, message)``, a ``dict``
+        :data:`MetaProblem`, a ``dict``
         from name to metadata of every readable collection, a ``dict``
         from collection id to its index ids, and a ``dict`` from name to
         value of every readable counter.
     """
-    problems, collections, indexes, encoder_ids = [], {}, {}, {}
-    counters = {}
+    problems: list[MetaProblem] = []
+    collections: dict[str, CollectionInfo] = {}
+    indexes: dict[int, dict[str, int]] = {}
+    encoder_ids: dict[str, int] = {}
+    counters: dict[Key, int] = {}
 
-    def bad(message, coll=None, key=None):
+    def bad(message: str, coll: str | None = None, key: Key | None = None) -> None:
         problems.append((coll, key, message))
 
     lo, hi = keylib.prefix_range((_META,))
@@ -499,17 +611,18 @@ def check(catalog, etxn):
                      if key[0] == 'counter'}
     return problems, collections, indexes, user_counters
 
-def _check_record(catalog, key, etxn, value, collections, indexes, encoder_ids,
-                  counters):
-    """Check one metadata record, filing what it holds in the dicts given."""
+
+def _check_record(catalog: Catalog, key: Key, etxn: EngineTransaction, value: bytes,
+                  collections: dict[str, CollectionInfo], indexes: dict[int, dict[str, int]],
+                  encoder_ids: dict[str, int], counters: dict[Key, int]) -> None:
+    """Check one metadata record (`key` without the element 0), filing what it holds."""
     kind = key[0] if key else None
     if key == ('format',):
         catalog.check_format(etxn)
     elif kind == 'sys' and key[1:] in (('prefix',), ('encoder',), ('generation',)):
-        counters[(_META,) + key] = _int_at(etxn, keylib.packs((_META,) + key),
-                                           f'the {key[1]} counter')
+        counters[(_META,) + key] = _int_of(value, f'the {key[1]} counter')
     elif kind == 'collection' and len(key) == 2:
-        collections[key[1]] = catalog.collection_info(etxn, key[1])
+        collections[key[1]] = _collection_info(value, key[1])
     elif kind == 'index' and len(key) == 3:
         what = f'index {key[2]!r} of collection id {key[1]}'
         indexes.setdefault(key[1], {})[key[2]] = _field(_load(value, what), 'id', int, what)
@@ -517,6 +630,6 @@ def _check_record(catalog, key, etxn, value, collections, indexes, encoder_ids,
         what = f'encoder {key[1]!r}'
         encoder_ids[key[1]] = _field(_load(value, what), 'id', int, what)
     elif kind == 'counter' and len(key) == 2:
-        counters[key] = _int_at(etxn, _meta_key(*key), f'counter {key[1]!r}')
+        counters[key] = _int_of(value, f'counter {key[1]!r}')
     else:
         raise StoreFormatError(f'unknown metadata record {key!r}')

@@ -6,6 +6,8 @@ exception a caller would naturally catch (``ValueError`` for bad data,
 problems opening files), so generic handlers keep working.
 """
 
+from __future__ import annotations
+
 
 class CentiError(Exception):
     """Base class of every exception centidb raises on purpose."""
@@ -127,7 +129,7 @@ class KeyKindMismatchError(StoreError, ValueError):
 class UnknownIndexError(StoreError, KeyError):
     """A collection has no stored index of the given name."""
 
-    def __str__(self):
+    def __str__(self) -> str:
         # KeyError's str() is the repr of its argument; show the message.
         return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
@@ -150,3 +152,18 @@ class IndexInconsistentError(StoreError, LookupError):
     This happens only after a broken promise: a ``blind=True`` put over an
     existing key, or an index function changed between sessions.
     """
+
+
+class UnknownCollectionError(StoreError, KeyError):
+    """The store holds no collection of the given name.
+
+    :meth:`~centidb.store.Store.collections` lists the names it holds.
+    """
+
+    def __str__(self) -> str:
+        # KeyError's str() is the repr of its argument; show the message.
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+
+
+class CollectionExistsError(StoreError, ValueError):
+    """A collection of the given name already exists (renaming onto it)."""

@@ -8,10 +8,12 @@ encoders, counters; layout in :mod:`centidb.catalog`), and makes each
 :class:`~centidb.collection.Collection`, handing it those two.
 
 Metadata is read when a collection is opened and cached in this process: a
-collection's indexes, encoders and whether it holds batches. Changing them
-from another process while a store is open is not supported (reopen the
-store to see the change); plain reads and writes from several processes are
-what the engine allows (LMDB: yes; LevelDB: one process).
+collection's indexes, encoders and whether it holds batches. Each write
+transaction first checks the store's metadata generation and, if another
+store object or process changed the metadata, reloads it; a collection
+dropped or renamed elsewhere is then detached here (see
+:meth:`Store.drop_collection`). Plain reads and writes from several
+processes are what the engine allows (LMDB: yes; LevelDB: one process).
 
 Transactions: every read/write method of collections and indexes takes
 ``txn=`` (from :meth:`Store.begin`). Without it, a call runs in a
@@ -21,26 +23,57 @@ commits (or aborts) with the rest. Opening a second write transaction in
 that thread raises :class:`~centidb.errors.TransactionError`.
 """
 
-from centidb import encodings
-from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any, Callable, Dict, Literal, Tuple, TypeVar
+
+from centidb import encodings, keylib
+from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog, CollectionInfo
 from centidb.catalog import check as check_catalog
 from centidb.collection import Collection
-from centidb.engines import Engine, get_engine_class
-from centidb.errors import CentiError, EncoderMismatchError, KeyKindMismatchError
+from centidb.encodings import Encoder
+from centidb.engines import Engine, EngineTransaction, get_engine_class
+from centidb.errors import (
+    CentiError, CollectionExistsError, EncoderMismatchError, KeyKindMismatchError,
+    StoreFormatError, UnknownCollectionError,
+)
 from centidb.txn import Transaction, TxnManager
 from centidb.verify import Problem, check_collection, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
+_Self = TypeVar('_Self', bound='Store')
 
-def _packer_mismatch(coll_name, packer_name, given_name):
+# A collection's stored metadata and its index ids (name -> prefix id).
+_Stored = Tuple[CollectionInfo, Dict[str, int]]
+
+
+def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> EncoderMismatchError:
     return EncoderMismatchError(
         f'collection {coll_name!r} was created with packer {packer_name!r}, not '
         f'{given_name!r}; pass packer= to put() or batch() to pack some '
         f'records differently')
 
 
-def open(engine, **engine_kwargs):  # noqa: A001 - the documented API name
+def _check_name(name: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise TypeError(f'collection name must be a non-empty str, not {name!r}')
+
+
+def _dropped_then(name: str, remade: bool) -> str:
+    if remade:
+        return f'store.collection({name!r}) opens the new collection made since'
+    return f'store.collection({name!r}) makes a new, empty one'
+
+
+def _delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
+    """Delete every engine key that starts with `prefix` (iterators survive writes)."""
+    for key_bytes in etxn.keys(prefix, keylib.next_prefix(prefix)):
+        etxn.delete(bytes(key_bytes))
+
+
+def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A001 - the API name
     """Open (or create) a store on a new engine and return the :class:`Store`.
 
     For example ``open('PlyvelEngine', name='x.ldb', create_if_missing=True)``.
@@ -83,16 +116,17 @@ class Store:
         is not a centidb store, or a store of another format or version.
     """
 
-    def __init__(self, engine):
+    def __init__(self, engine: Engine) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
         self.engine = engine
         self._txns = TxnManager(engine, self, on_write=self._refresh)
         self._catalog = Catalog(self._txns)
-        self._collections = {}
-        self.default_encoder = self._catalog.encoder('msgpack')
+        self._collections: dict[str, Collection] = {}
+        self.default_encoder: Encoder = self._catalog.encoder(
+            'msgpack')  # type: ignore[assignment]  # built in, so always registered
 
-    def _refresh(self, etxn):
+    def _refresh(self, etxn: EngineTransaction) -> None:
         """Reload the open collections' metadata if another process changed it."""
         catalog = self._catalog
         if not catalog.refresh(etxn):
@@ -101,22 +135,52 @@ class Store:
             colls = list(self._collections.values())
         for coll in colls:
             info = catalog.collection_info(etxn, coll.name)
-            if info is None or info['id'] != coll.coll_id:
-                self._forget_collection(coll, 'it was removed from the store')
-            else:
+            if info is not None and info['id'] == coll.coll_id:
                 coll.reload(info, catalog.index_ids(etxn, coll.coll_id))
+            else:
+                self._forget_collection(coll, *self._gone(etxn, coll, info is not None))
 
-    def _forget_collection(self, coll, why):
+    def _gone(self, etxn: EngineTransaction, coll: Collection,
+              remade: bool) -> tuple[str, str]:
+        """``(why, what to do)`` for `coll`, whose metadata another process removed."""
+        stored: dict[str, CollectionInfo]
+        try:
+            stored = self._catalog.collections(etxn)
+        except StoreFormatError:        # another collection's; verify() reports it
+            stored = {}
+        for name, info in stored.items():
+            if info['id'] == coll.coll_id:
+                return f'it was renamed to {name!r}', f'open it as store.collection({name!r})'
+        return 'it was dropped from the store', _dropped_then(coll.name, remade)
+
+    def _forget_collection(self, coll: Collection, why: str,
+                           then: str = 'open it again with store.collection()',
+                           ) -> Callable[[], object]:
+        """Detach `coll` and stop handing it out; return the detaching's undo."""
         with self._catalog.lock:
             if self._collections.get(coll.name) is coll:
                 del self._collections[coll.name]
-        coll.detach(f'collection {coll.name!r} cannot be used: {why}; open it '
-                    f'again with store.collection()')
+        attach: Callable[[], object] = coll.detach(
+            f'collection {coll.name!r} cannot be used: {why}; {then}')
+        return attach
 
-    def __repr__(self):
+    def _forget_in(self, txn: Transaction, name: str, why: str, then: str) -> None:
+        """Detach collection `name` of this session, until `txn` aborts."""
+        coll = self._collections.get(name)
+        if coll is not None:
+            attach = self._forget_collection(coll, why, then)
+            txn.undo.append(lambda: self._remember(coll, attach))
+
+    def _remember(self, coll: Collection, attach: Callable[[], object]) -> None:
+        """Undo :meth:`_forget_in`: its transaction aborted."""
+        with self._catalog.lock:
+            self._collections.setdefault(coll.name, coll)
+        attach()
+
+    def __repr__(self) -> str:
         return f"<Store on {self.engine!r}{' closed' if self._txns.closed else ''}>"
 
-    def add_encoder(self, encoder):
+    def add_encoder(self, encoder: Encoder) -> Encoder:
         """Register a custom encoder or packer.
 
         Its name gets a persistent id the first time, kept across reopens,
@@ -140,8 +204,10 @@ class Store:
 
     # --- collections --------------------------------------------------------------
 
-    def collection(self, name, key_func=None, txn_key_func=None, encoder=None,
-                   packer=None, counter_name=None):
+    def collection(self, name: str, key_func: Callable[[Any], Any] | None = None,
+                   txn_key_func: Callable[[Transaction, Any], Any] | None = None,
+                   encoder: Encoder | None = None, packer: Encoder | None = None,
+                   counter_name: str | None = None) -> Collection:
         """Create or reopen the collection `name` and return it.
 
         A new collection is recorded in this thread's open write transaction
@@ -192,8 +258,7 @@ class Store:
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._txns.check_open()
-        if not isinstance(name, str) or not name:
-            raise TypeError(f'collection name must be a non-empty str, not {name!r}')
+        _check_name(name)
         if key_func is not None and txn_key_func is not None:
             raise ValueError('pass key_func or txn_key_func, not both')
         for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
@@ -217,7 +282,8 @@ class Store:
             with self._txns.writing() as txn:
                 info, created = catalog.create_collection(txn, name, encoder, packer,
                                                           counter_name, key_kind or 'auto')
-                index_ids = {} if created else catalog.index_ids(txn.engine_txn, info['id'])
+                index_ids = {} if created else catalog.index_ids(
+                    txn.engine_txn, info['id'])  # type: ignore[arg-type]  # txn is open
                 coll = self._add_collection(name, (info, index_ids), key_func, txn_key_func,
                                             encoder, packer, counter_name)
                 if created:
@@ -227,13 +293,17 @@ class Store:
         return self._add_collection(name, stored, key_func, txn_key_func, encoder, packer,
                                     counter_name)
 
-    def _stored_meta(self, txn, etxn, name):
+    def _stored_meta(self, txn: Transaction, etxn: EngineTransaction,
+                     name: str) -> _Stored | None:
         """``(metadata, index ids)`` of collection `name`, or None."""
         info = self._catalog.collection_info(etxn, name)
         return None if info is None else (info, self._catalog.index_ids(etxn, info['id']))
 
-    def _add_collection(self, name, stored, key_func, txn_key_func, encoder, packer,
-                        counter_name):
+    def _add_collection(self, name: str, stored: _Stored,
+                        key_func: Callable[[Any], Any] | None,
+                        txn_key_func: Callable[[Transaction, Any], Any] | None,
+                        encoder: Encoder | None, packer: Encoder | None,
+                        counter_name: str | None) -> Collection:
         with self._catalog.lock:
             coll = self._collections.get(name)
             if coll is None:
@@ -245,8 +315,10 @@ class Store:
                                         counter_name)
             return coll
 
-    def _check_reopen_args(self, coll, key_func, txn_key_func, encoder, packer,
-                           counter_name):
+    def _check_reopen_args(self, coll: Collection, key_func: Callable[[Any], Any] | None,
+                           txn_key_func: Callable[[Transaction, Any], Any] | None,
+                           encoder: Encoder | None, packer: Encoder | None,
+                           counter_name: str | None) -> None:
         if encoder is not None and encoder.name != coll.encoder.name:
             raise EncoderMismatchError(
                 f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
@@ -261,7 +333,10 @@ class Store:
             raise ValueError(f'collection {coll.name!r} is already open in this '
                              f'store with another key function')
 
-    def _open_collection(self, name, stored, key_func, txn_key_func, encoder, packer):
+    def _open_collection(self, name: str, stored: _Stored,
+                         key_func: Callable[[Any], Any] | None,
+                         txn_key_func: Callable[[Transaction, Any], Any] | None,
+                         encoder: Encoder | None, packer: Encoder | None) -> Collection:
         info, index_ids = stored
         kind = info.get('key')      # None: a store from before kinds were recorded
         given = ('key_func' if key_func is not None else
@@ -287,9 +362,123 @@ class Store:
         return Collection(self, self._txns, self._catalog, name, info, key_func,
                           txn_key_func, encoder, packer, index_ids)
 
+    def collections(self, txn: Transaction | None = None) -> list[str]:
+        """The sorted names of every collection in the store.
+
+        Read from the store's metadata, so collections other processes
+        created (and not opened in this session) are listed too.
+
+        :param txn: a :class:`Transaction` of this store to read in
+            (default: see the module doc).
+        :returns: a ``list`` of ``str``.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.StoreFormatError: if a collection's metadata
+            is unreadable.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._txns.check_open()
+        return self._txns.run(txn, False, self._names_in)
+
+    def _names_in(self, txn: Transaction, etxn: EngineTransaction) -> list[str]:
+        return sorted(self._catalog.collections(etxn))
+
+    def drop_collection(self, name: str, txn: Transaction | None = None) -> None:
+        """Delete the collection `name`: its records, indexes and metadata.
+
+        In one write transaction, deletes every record (batches too), every
+        entry of every index stored for it (added in this session or not),
+        the metadata of its indexes and its own, and its key counter when
+        that has the default name (``'<name>:key'``; a counter named with
+        ``counter_name=`` may be shared, so it is kept). The collection
+        object of this session, and its indexes, are detached: using them
+        raises :class:`~centidb.errors.StoreError`. Other store objects and
+        processes detach theirs at their next write transaction.
+        ``collection(name)`` afterwards makes a new, empty collection, with
+        new prefix ids. If the transaction aborts, nothing changes, and the
+        collection object works again. Like every write transaction on
+        LevelDB, the deletions are held in memory until the commit.
+
+        :param name: the collection's name.
+        :param txn: a write :class:`Transaction` of this store to run in, so
+            the drop commits or aborts with it (default: see the module
+            doc).
+        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
+            the store has no collection `name`.
+        :raises TypeError: for an empty or non-``str`` `name`, or a `txn`
+            that is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._txns.check_open()
+        _check_name(name)
+        self._txns.run(txn, True, self._drop_in, name)
+
+    def _stored_info(self, etxn: EngineTransaction, name: str) -> CollectionInfo:
+        info = self._catalog.collection_info(etxn, name)
+        if info is None:
+            raise UnknownCollectionError(
+                f'the store has no collection {name!r}; store.collections() lists '
+                f'the ones it has')
+        return info
+
+    def _drop_in(self, txn: Transaction, etxn: EngineTransaction, name: str) -> None:
+        catalog = self._catalog
+        info = self._stored_info(etxn, name)
+        index_ids = catalog.index_ids(etxn, info['id'])
+        for prefix_id in (info['id'], *index_ids.values()):
+            _delete_prefix(etxn, keylib.packs(prefix_id))
+        with catalog.lock:      # after the engine's writer lock, as elsewhere
+            catalog.drop_collection(txn, name, info)
+            self._forget_in(txn, name, 'it was dropped from the store',
+                            _dropped_then(name, False))
+
+    def rename_collection(self, old: str, new: str, txn: Transaction | None = None) -> None:
+        """Give the collection `old` the name `new`.
+
+        Only its metadata moves (records and index entries are stored under
+        its prefix id, which stays), so this is quick whatever the size. Its
+        key counter moves too when it has the default name
+        (``'<old>:key'``). The collection object of this session is
+        detached, as by :meth:`drop_collection`: open it again with
+        ``collection(new)``.
+
+        :param old: the collection's name.
+        :param new: its new name, a non-empty ``str``.
+        :param txn: a write :class:`Transaction` of this store to run in
+            (default: see the module doc).
+        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
+            the store has no collection `old`.
+        :raises ~centidb.errors.CollectionExistsError: (a ``ValueError``) if
+            a collection `new` exists (`new` equal to `old` included).
+        :raises TypeError: for an empty or non-``str`` name, or a `txn`
+            that is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._txns.check_open()
+        _check_name(old)
+        _check_name(new)
+        self._txns.run(txn, True, self._rename_in, old, new)
+
+    def _rename_in(self, txn: Transaction, etxn: EngineTransaction, old: str,
+                   new: str) -> None:
+        catalog = self._catalog
+        info = self._stored_info(etxn, old)
+        if catalog.collection_info(etxn, new) is not None:
+            raise CollectionExistsError(
+                f'cannot rename collection {old!r} to {new!r}: a collection '
+                f'{new!r} exists; drop it first, or choose another name')
+        with catalog.lock:
+            catalog.rename_collection(txn, old, new, info)
+            self._forget_in(txn, old, f'it was renamed to {new!r}',
+                            f'open it as store.collection({new!r})')
+
     # --- checking --------------------------------------------------------------------
 
-    def verify(self):
+    def verify(self) -> list[Problem]:
         """Check the whole store and return the problems found (empty: sound).
 
         In one read transaction (or this thread's open write transaction):
@@ -312,7 +501,7 @@ class Store:
         self._txns.check_open()
         return self._txns.run(None, False, self._verify_in)
 
-    def _verify_in(self, txn, etxn):
+    def _verify_in(self, txn: Transaction, etxn: EngineTransaction) -> list[Problem]:
         meta_problems, collections, indexes, counters = check_catalog(self._catalog, etxn)
         problems = [Problem(*problem) for problem in meta_problems]
         owned = {0}
@@ -334,7 +523,8 @@ class Store:
 
     # --- counters -------------------------------------------------------------------
 
-    def counter(self, name, n=1, init=1, txn=None):
+    def counter(self, name: str, n: int = 1, init: int = 1,
+                txn: Transaction | None = None) -> int:
         """Return counter `name`'s value, then add `n` to it (persistently).
 
         Also available under its older name, ``count``.
@@ -357,7 +547,8 @@ class Store:
             raise TypeError('counter n and init must be ints')
         return self._txns.run(txn, n != 0, self._counter_in, name, n, init)
 
-    def _counter_in(self, txn, etxn, name, n, init):
+    def _counter_in(self, txn: Transaction, etxn: EngineTransaction, name: str, n: int,
+                    init: int) -> int:
         return self._catalog.counter(etxn, name, n, init)
 
     #: The older name of :meth:`counter`.
@@ -365,7 +556,7 @@ class Store:
 
     # --- transactions ------------------------------------------------------------------
 
-    def begin(self, write=False):
+    def begin(self, write: bool = False) -> Transaction:
         """Start a :class:`Transaction` (read-only unless ``write=True``).
 
         Use it as a context manager, or call ``commit()``/``abort()``. A
@@ -381,15 +572,16 @@ class Store:
 
     # --- lifecycle ------------------------------------------------------------------------
 
-    def close(self):
+    def close(self) -> None:
         """Close the store and its engine. Closing twice is fine."""
         if not self._txns.closed:
             self._txns.close()
             self.engine.close()
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         self.close()
         return False

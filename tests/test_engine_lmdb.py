@@ -1,9 +1,11 @@
-"""LmdbEngine specifics: opening errors, the map size, the key size limit,
-and the reader table shared with other processes (some killed).
+"""LmdbEngine specifics: opening errors, the map size (a large default that
+costs no disk, so one big transaction fits), the key size limit, and the
+reader table shared with other processes (some killed).
 
 Opening wrong paths is tested for both disk engines in test_engine_contract.
 """
 
+import os
 import select
 import signal
 import subprocess
@@ -12,7 +14,9 @@ import time
 
 import pytest
 
-from centidb.engines import LmdbEngine
+import centidb
+from centidb.engines import DEFAULT_MAP_SIZE, LmdbEngine
+from centidb.engines.lmdb import _default_map_size
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
@@ -104,6 +108,93 @@ def test_lmdb_key_size_limit(tmp_path):
         assert eng.get(longest + b'k') is None
         eng.delete(longest + b'k')
         assert list(eng.keys()) == [longest]
+
+
+# --- the default map size ----------------------------------------------------------
+
+def test_lmdb_default_map_size_is_large_where_the_map_is_sparse():
+    assert _default_map_size(2**63 - 1, 'linux') == 64 << 30
+    assert _default_map_size(2**63 - 1, 'freebsd14') == 64 << 30
+    assert _default_map_size(2**31 - 1, 'linux') == 64 << 20          # 32-bit
+    assert _default_map_size(2**63 - 1, 'win32') == 64 << 20
+    assert _default_map_size(2**63 - 1, 'darwin') == 64 << 20
+    assert DEFAULT_MAP_SIZE == _default_map_size(sys.maxsize, sys.platform)
+
+
+def _disk_bytes(path):
+    stat = os.stat(path)
+    return stat.st_size, stat.st_blocks * 512
+
+
+def test_lmdb_default_map_costs_no_disk(tmp_path):
+    pytest.importorskip('lmdb')
+    with LmdbEngine(tmp_path / 'db') as eng:
+        assert eng.map_size == DEFAULT_MAP_SIZE
+        eng.put(b'k', b'v')
+        size, on_disk = _disk_bytes(tmp_path / 'db' / 'data.mdb')
+        assert size < 1 << 20 and on_disk < 1 << 20
+    with LmdbEngine(tmp_path / 'db') as eng:      # reopening keeps it so
+        assert eng.get(b'k') == b'v'
+        assert _disk_bytes(tmp_path / 'db' / 'data.mdb')[0] < 1 << 20
+
+
+HOLD_OPEN = '''
+import sys
+from centidb.engines import LmdbEngine
+eng = LmdbEngine(sys.argv[1])
+eng.put(sys.argv[2].encode(), b'here')
+print(eng.map_size, flush=True)
+sys.stdin.read()        # holds the database open until the test closes stdin
+eng.close()
+'''
+
+
+def test_lmdb_several_processes_open_the_default_map_at_once(tmp_path):
+    pytest.importorskip('lmdb')
+    path = str(tmp_path / 'db')
+    with LmdbEngine(path) as eng:
+        procs = [subprocess.Popen([sys.executable, '-c', HOLD_OPEN, path, f'p{n}'],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True)
+                 for n in range(3)]
+        try:
+            for proc in procs:        # every one has the database open now
+                ready, _, _ = select.select([proc.stdout], [], [], 60)
+                assert ready, 'a process did not open the database in time'
+                assert int(proc.stdout.readline()) == DEFAULT_MAP_SIZE, proc.stderr.read()
+            assert sorted(eng.keys()) == [b'p0', b'p1', b'p2']
+            assert _disk_bytes(os.path.join(path, 'data.mdb'))[1] < 1 << 20
+        finally:
+            for proc in procs:
+                proc.stdin.close()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+        assert [proc.returncode for proc in procs] == [0, 0, 0]
+
+
+@pytest.mark.skipif(DEFAULT_MAP_SIZE < 1 << 30, reason='the default map is small here')
+def test_lmdb_one_transaction_of_120_mib_with_default_settings(tmp_path):
+    """A 100 MiB import in one transaction raised MapFullError with a 64 MiB map."""
+    pytest.importorskip('lmdb')
+    value = os.urandom(1 << 20)
+    start = time.monotonic()
+    with centidb.open('LmdbEngine', path=str(tmp_path / 'db')) as store:
+        blobs = store.collection('blobs')
+        with store.begin(write=True) as txn:
+            for n in range(120):
+                blobs.put(value[n:] + value[:n], txn=txn)
+        assert blobs.count() == 120
+        assert blobs.get(120) == value[119:] + value[:119]
+        size, on_disk = _disk_bytes(tmp_path / 'db' / 'data.mdb')
+        # About the data: not the 64 GiB map.
+        assert 120 << 20 < size < 200 << 20
+        assert 120 << 20 < on_disk < 200 << 20
+        assert store.verify() == []
+    assert time.monotonic() - start < 60
 
 
 GROW_IN_ANOTHER_PROCESS = '''

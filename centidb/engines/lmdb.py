@@ -3,15 +3,21 @@
 ``import lmdb`` below is absolute: it gets py-lmdb, never this module.
 """
 
+from __future__ import annotations
+
 import collections
 import os
+import sys
 import threading
 import time
+from typing import Any, NoReturn
 
 from centidb.engines.base import (
     _OPEN,
     Engine,
     EngineTransaction,
+    Item,
+    ItemIterator,
     _bad_key,
     _check_bounds,
     _file_on_path,
@@ -33,12 +39,26 @@ from centidb.errors import (
 try:
     import lmdb
 except ImportError:  # pragma: no cover - depends on the installation
-    lmdb = None
+    lmdb = None  # type: ignore[assignment]
 
 __all__ = ['DEFAULT_MAP_SIZE', 'LmdbEngine']
 
-#: Default LMDB map size: 64 MiB.
-DEFAULT_MAP_SIZE = 64 << 20
+
+def _default_map_size(maxsize: int = sys.maxsize, platform: str = sys.platform) -> int:
+    """64 GiB where LMDB's map only reserves address space, else 64 MiB.
+
+    That is on 64-bit systems other than Windows (where LMDB makes the data
+    file as large as the map) and macOS (whose file systems may not keep it
+    sparse); elsewhere the data file grows with the data, not the map.
+    """
+    sparse = maxsize > 2**32 and not platform.startswith(('win32', 'cygwin', 'darwin'))
+    return (64 << 30) if sparse else (64 << 20)
+
+
+#: Default LMDB map size: 64 GiB on 64-bit Linux and other Unix systems,
+#: where a large map costs address space only (the data file grows with the
+#: data), so one write transaction may hold that much; 64 MiB elsewhere.
+DEFAULT_MAP_SIZE = _default_map_size()
 
 # The files LMDB keeps in a database directory, and what marks another kind
 # of database in a directory given to LmdbEngine.
@@ -56,7 +76,11 @@ class LmdbEngine(Engine):
     :param path: a directory (pass ``subdir=False`` for a single file).
     :param map_size: the largest size in bytes the database may reach; a
         write that does not fit raises :class:`~centidb.errors.MapFullError`
-        and aborts its transaction.
+        and aborts its transaction. The default,
+        :data:`DEFAULT_MAP_SIZE`, is 64 GiB on 64-bit Linux and other Unix
+        systems: the map reserves address space, not disk, so the data file
+        stays as small as the data. Elsewhere (32-bit, Windows, macOS) it is
+        64 MiB, and one transaction can write only about that much.
     :param create_if_missing: create the database if it does not exist.
     :param autogrow: double the map at ``begin(write=True)`` once more than
         half of it is used, and let an engine-level ``put()`` that finds the
@@ -96,9 +120,9 @@ class LmdbEngine(Engine):
     #: one microsecond for each other process that does.
     reader_check_interval = 1.0
 
-    def __init__(self, path, *, map_size=DEFAULT_MAP_SIZE,
-                 create_if_missing=True, autogrow=True, sync=True,
-                 **lmdb_options):
+    def __init__(self, path: str | os.PathLike[str], *, map_size: int = DEFAULT_MAP_SIZE,
+                 create_if_missing: bool = True, autogrow: bool = True, sync: bool = True,
+                 **lmdb_options: Any) -> None:
         if lmdb is None:
             raise ImportError(
                 'LmdbEngine needs the lmdb package: pip install lmdb')
@@ -135,7 +159,7 @@ class LmdbEngine(Engine):
         self._active = 0
         self._active_lock = threading.Lock()
 
-    def _prepare_file(self, create):
+    def _prepare_file(self, create: bool) -> None:
         """Check the data file's path for ``subdir=False``; make its directory."""
         if os.path.isdir(self.path):
             raise DatabasePathError(
@@ -154,7 +178,7 @@ class LmdbEngine(Engine):
                     f'create_if_missing=True to create one')
             _make_directories(os.path.dirname(self.path) or '.', 'LMDB')
 
-    def _open_error(self, exc, data_file):
+    def _open_error(self, exc: BaseException, data_file: str) -> EngineError:
         """The error to raise for ``exc``, raised by ``lmdb.open``."""
         path = self.path
         if 'already open' in str(exc):
@@ -182,12 +206,12 @@ class LmdbEngine(Engine):
                 f'cannot open the LMDB database at {path!r}: {exc}')
         return EngineError(f'cannot open LMDB database {path!r}: {exc}')
 
-    def _check_readers(self):
+    def _check_readers(self) -> int:
         """Free the reader slots of dead processes (``reader_check()``)."""
         self._last_reader_check = time.monotonic()
         return self._env.reader_check()
 
-    def _readers_full_error(self):
+    def _readers_full_error(self) -> ReadersFullError:
         slots = self._env.info()['max_readers']
         with self._txns_lock:
             mine = sum(1 for txn in self._txns
@@ -211,11 +235,11 @@ class LmdbEngine(Engine):
             f'database with a larger max_readers= (now {slots}; the first '
             f'process to open it sets the size for all)')
 
-    def _describe(self):
+    def _describe(self) -> str:
         return f'{type(self).__name__}({self.path!r})'
 
     @property
-    def map_size(self):
+    def map_size(self) -> int:
         """The current size of the memory map in bytes.
 
         :raises ~centidb.errors.EngineClosedError: after :meth:`close`.
@@ -224,7 +248,7 @@ class LmdbEngine(Engine):
             raise self._closed_error()
         return self._env.info()['map_size']
 
-    def _begin(self, write, retry=True):
+    def _begin(self, write: bool, retry: bool = True) -> EngineTransaction:
         if write:
             if (time.monotonic() - self._last_reader_check
                     >= self.reader_check_interval):
@@ -254,11 +278,11 @@ class LmdbEngine(Engine):
             raise
         return _LmdbTransaction(self, txn, write)
 
-    def _release_active(self):
+    def _release_active(self) -> None:
         with self._active_lock:
             self._active -= 1
 
-    def _adopt_map_size(self):
+    def _adopt_map_size(self) -> bool:
         """Follow a map another process grew; False if a transaction is open."""
         with self._active_lock:
             if self._active:
@@ -266,7 +290,7 @@ class LmdbEngine(Engine):
             self._env.set_mapsize(0)
             return True
 
-    def _grow(self, need=0, force=False):
+    def _grow(self, need: int = 0, force: bool = False) -> bool:
         """Enlarge the map if over half full (or, if ``force``, anyway).
 
         Return True if the map grew; False if it did not need to or could
@@ -286,7 +310,7 @@ class LmdbEngine(Engine):
             self._env.set_mapsize(new_size)
             return True
 
-    def _map_full_error(self):
+    def _map_full_error(self) -> MapFullError:
         size = self.map_size
         if self.autogrow:
             hint = ('autogrow grows the map only between transactions, when '
@@ -298,10 +322,10 @@ class LmdbEngine(Engine):
             f'({size / 2**20:g} MiB); the transaction was aborted. Reopen '
             f'with a larger map_size, e.g. map_size={size * 2} ({hint})')
 
-    def _close(self):
+    def _close(self) -> None:
         self._env.close()
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Return the value stored under `key`, or ``None``.
 
         :param key: non-empty ``bytes``.
@@ -326,7 +350,7 @@ class LmdbEngine(Engine):
             self._release_active()
         return super().get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Store `value` under `key`; autogrow grows and retries once.
 
         :param key: non-empty ``bytes``.
@@ -353,20 +377,22 @@ class LmdbEngine(Engine):
 class _LmdbTransaction(EngineTransaction):
     """A native LMDB transaction."""
 
-    def __init__(self, engine, txn, write):
+    engine: LmdbEngine
+
+    def __init__(self, engine: LmdbEngine, txn: lmdb.Transaction[bytes], write: bool) -> None:
         super().__init__(engine, write)
         self._txn = txn
-        self._cursor = None  # reused by first() and _put_many()
+        self._cursor: lmdb.Cursor[bytes] | None = None  # reused by first() and _put_many()
         self._fast_get = txn.get
         if write:
             self._fast_put_many = self._shared_cursor().putmulti
 
-    def _shared_cursor(self):
+    def _shared_cursor(self) -> lmdb.Cursor[bytes]:
         if self._cursor is None:
             self._cursor = self._txn.cursor()
         return self._cursor
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
         if self._state is not _OPEN:
             self._raise_unusable()
@@ -377,7 +403,7 @@ class _LmdbTransaction(EngineTransaction):
         except lmdb.BadValsizeError:
             return None  # too long to have been stored
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
         if self._state is not _OPEN:
             self._raise_unusable()
@@ -394,7 +420,7 @@ class _LmdbTransaction(EngineTransaction):
             self._fail(exc, key)
         self.writes += 1
 
-    def _put_many(self, pairs):
+    def _put_many(self, pairs: list[Item]) -> None:
         if self._state is not _OPEN or not self.write:
             self._refuse_write()
         self.writes += len(pairs)   # first: a failure may have written some
@@ -403,12 +429,13 @@ class _LmdbTransaction(EngineTransaction):
         except lmdb.Error as exc:
             self._put_many_failed(exc, pairs)
 
-    def _put_many_failed(self, exc, pairs):
+    def _put_many_failed(self, exc: Exception, pairs: list[Item]) -> NoReturn:
         if not isinstance(exc, lmdb.Error):
             raise exc
         self._fail(exc, max((key for key, _ in pairs), key=len))
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
         if self._state is not _OPEN:
             self._raise_unusable()
@@ -422,7 +449,7 @@ class _LmdbTransaction(EngineTransaction):
                 return cursor.item()
         return None
 
-    def _delete(self, key):
+    def _delete(self, key: bytes) -> None:
         try:
             self._txn.delete(key)
         except lmdb.BadValsizeError:
@@ -430,7 +457,7 @@ class _LmdbTransaction(EngineTransaction):
         except lmdb.Error as exc:
             self._fail(exc, key)
 
-    def _fail(self, exc, key):
+    def _fail(self, exc: Exception, key: bytes) -> NoReturn:
         engine = self.engine
         if isinstance(exc, lmdb.BadValsizeError):
             raise EngineError(
@@ -443,7 +470,7 @@ class _LmdbTransaction(EngineTransaction):
             f'LMDB error in {engine.path!r}, transaction aborted: {exc}'
         ) from exc
 
-    def _items(self, lo, hi, reverse):
+    def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         cursor = self._txn.cursor()
         if reverse:
             found = _seek_before(cursor, hi)
@@ -470,7 +497,7 @@ class _LmdbTransaction(EngineTransaction):
                 else:
                     found = cursor.next()
 
-    def _commit(self):
+    def _commit(self) -> None:
         try:
             self._txn.commit()
         except lmdb.MapFullError as exc:
@@ -481,21 +508,23 @@ class _LmdbTransaction(EngineTransaction):
         finally:
             self._release()
 
-    def _abort(self):
+    def _abort(self) -> None:
         try:
             self._txn.abort()
         finally:
             self._release()
 
-    def _release(self):
+    def _release(self) -> None:
         if self._txn is not None:
-            self._txn = self._cursor = self._fast_get = self._fast_put_many = None
+            # None once ended: every method checks the state before using _txn.
+            self._txn = None  # type: ignore[assignment]
+            self._cursor = self._fast_get = self._fast_put_many = None
             self.engine._release_active()
 
 
-def _reader_slots(table):
+def _reader_slots(table: str) -> collections.Counter[int]:
     """Count the slots each pid holds in ``Environment.readers()`` text."""
-    slots = collections.Counter()
+    slots: collections.Counter[int] = collections.Counter()
     for line in table.splitlines()[1:]:
         fields = line.split()
         if fields and fields[0].isdigit():
@@ -503,7 +532,7 @@ def _reader_slots(table):
     return slots
 
 
-def _seek_after(cursor, key):
+def _seek_after(cursor: lmdb.Cursor[bytes], key: bytes) -> bool:
     """Put ``cursor`` on the first key greater than ``key``."""
     if not cursor.set_range(key):
         return False
@@ -512,7 +541,7 @@ def _seek_after(cursor, key):
     return True
 
 
-def _seek_before(cursor, key):
+def _seek_before(cursor: lmdb.Cursor[bytes], key: bytes | None) -> bool:
     """Put ``cursor`` on the last key smaller than ``key`` (None: last key)."""
     if key is None or not cursor.set_range(key):
         return cursor.last()
