@@ -84,17 +84,31 @@ cdef object delete_stale(etxn, old_entries, list entries):
                 etxn.delete(entry)
 
 
+cdef object put_many(etxn, list writes):
+    """Mirrors centidb.records.put_many."""
+    fast_put_many = etxn._fast_put_many
+    if fast_put_many is None:
+        etxn._put_many(writes)
+    else:
+        etxn.writes += len(writes)
+        try:
+            fast_put_many(writes)
+        except Exception as exc:
+            etxn._put_many_failed(exc, writes)
+
+
 cdef class RecordWriter:
     """Mirrors centidb.records.RecordWriter."""
 
     cdef readonly object coll, txns, txn_class, encode, compress, key_func, limit
     cdef readonly object old_entries, too_long, record_class
-    cdef readonly bint usable
+    cdef readonly bint usable, counted
     cdef readonly bytes header, prefix
     cdef readonly tuple specs, indexes
 
     def __init__(self, coll, txns, txn_class, usable, prefix, encode, compress, header,
-                 key_func, specs, indexes, limit, old_entries, too_long, record_class):
+                 key_func, specs, indexes, limit, old_entries, too_long, record_class,
+                 counted=False):
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -110,6 +124,7 @@ cdef class RecordWriter:
         self.old_entries = old_entries
         self.too_long = too_long
         self.record_class = record_class
+        self.counted = counted
 
     def write(self, txn, data, key, blind):
         """Mirrors centidb.records.RecordWriter.write."""
@@ -118,7 +133,8 @@ cdef class RecordWriter:
         cdef list entries, writes
         cdef bint too_long
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
-        if not self.usable or type(data) is Record or type(data) is self.record_class:
+        if (not self.usable or self.counted or type(data) is Record
+                or type(data) is self.record_class):
             return None
         if key is None:
             if self.key_func is None:
@@ -147,16 +163,78 @@ cdef class RecordWriter:
         writes = [(key_bytes, value)]
         for entry in entries:
             writes.append((entry, b''))
-        fast_put_many = etxn._fast_put_many
-        if fast_put_many is None:
-            etxn._put_many(writes)
-        else:
-            etxn.writes += len(writes)
-            try:
-                fast_put_many(writes)
-            except Exception as exc:
-                etxn._put_many_failed(exc, writes)
+        put_many(etxn, writes)
         return new_record(self.coll, data, key, value, entries, self.indexes)
+
+    def write_many(self, etxn, list datas, bint blind, first_id):
+        """Mirrors centidb.records.RecordWriter.write_many."""
+        cdef Py_ssize_t limit = 0, start
+        cdef bint has_limit = self.limit is not None
+        cdef bint reads = not blind and len(self.indexes) > 0
+        cdef bint counting = first_id is not None
+        cdef bytes key_bytes, value, entry_tail, entry, prefix = self.prefix
+        cdef bytes header = self.header
+        cdef list entries, writes = [], keys = [], stale = []
+        cdef dict latest = {}
+        cdef tuple key, pending, held
+        cdef bint too_long
+        if not self.usable or (not counting and self.key_func is None):
+            return None
+        record_class = self.record_class
+        for data in datas:
+            if type(data) is Record or type(data) is record_class:
+                return None
+        encode, compress, key_func = self.encode, self.compress, self.key_func
+        if has_limit:
+            limit = self.limit
+        next_id = first_id
+        start = PyBytes_GET_SIZE(prefix)
+        for data in datas:
+            encoded = encode(data)
+            if counting:
+                key = (next_id,)
+                next_id += 1
+            else:
+                key = as_key(key_func(data))
+            value = header + (encoded if compress is None else compress(encoded))
+            key_bytes = pack_entry(key, prefix, b'')
+            entry_tail = _ENTRY_SEP + key_bytes[start:]
+            entries = index_entries(self.specs, data, entry_tail)
+            if has_limit:
+                too_long = PyBytes_GET_SIZE(key_bytes) > limit
+                for entry in entries:
+                    if PyBytes_GET_SIZE(entry) > limit:
+                        too_long = True
+                if too_long:
+                    self.too_long(key, key_bytes, entries)
+            keys.append(key)
+            if reads:
+                latest[key_bytes] = (value, entry_tail, tuple(entries))
+            else:
+                writes.append((key_bytes, value))
+                for entry in entries:
+                    writes.append((entry, b''))
+        get = etxn._fast_get if latest else None
+        if get is None:
+            get = etxn.get
+        for key_bytes, pending in latest.items():
+            value, entry_tail, held = pending
+            old = get(key_bytes)
+            if old is not None:
+                old_entries = self.old_entries(old, entry_tail)
+                if old_entries:
+                    keep = set(held)
+                    for entry in old_entries:
+                        if entry not in keep:
+                            stale.append(entry)
+            writes.append((key_bytes, value))
+            for entry in held:
+                writes.append((entry, b''))
+        for entry in stale:
+            etxn.delete(entry)
+        if writes:
+            put_many(etxn, writes)
+        return keys
 
 
 cdef bytes _AFTER_KEY_SEP = bytes([KEY_SEP + 1])

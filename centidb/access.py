@@ -6,7 +6,8 @@ general case of each: records given as a :class:`~centidb.records.Record`,
 other packers, ``txn_key_func`` and counter keys, batches, deletes, index
 builds, and reads that name a corrupt record. It makes the collection's
 twinned :class:`~centidb.records.RecordWriter` and
-:class:`~centidb.records.RecordReader` for the common cases. The functions
+:class:`~centidb.records.RecordReader` for the common cases. A
+:class:`Savepoint` makes the writes of a bulk call undoable; the functions
 below read and delete index entries.
 
 This layer calls :mod:`centidb.records`, :mod:`centidb.batches` (through the
@@ -20,7 +21,8 @@ from centidb.errors import (
 )
 from centidb.records import ENTRY_SEP, as_key, delete_stale
 
-__all__ = ['KeySource', 'Records', 'split_entries', 'first_entry', 'delete_index_entries']
+__all__ = ['KeySource', 'Records', 'Savepoint', 'split_entries', 'first_entry',
+           'delete_index_entries']
 
 _EMPTY = b''
 
@@ -96,9 +98,10 @@ class Records:
         self._decode_plain = encoder.decode
         compress = None if packer.name == 'plain' else packer.encode
         self.writer = records.RecordWriter(
-            coll, txns, txn_class, encoder.exact and not unbound and not batched and keys.kind != 'auto',
+            coll, txns, txn_class, encoder.exact and not unbound and not batched,
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
-            limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record)
+            limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record,
+            keys.kind == 'auto')
         self.reader = records.RecordReader(
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
@@ -225,11 +228,46 @@ class Records:
             return default
         if encoded:
             return self.decoded(key_bytes, stored, encoded=True)
-        data = self.decoded(key_bytes, stored)
         if rec:
-            entries = self.entries(data, self.entry_tail(key_bytes))
-            return records.Record(self.coll, data, key, stored, entries, self.indexes)
-        return data
+            return self.record(key, key_bytes, stored)
+        return self.decoded(key_bytes, stored)
+
+    def record(self, key, key_bytes, stored):
+        """The :class:`~centidb.records.Record` of a stored record, ready for a later put.
+
+        :param key: the record's key tuple.
+        :param key_bytes: its engine key.
+        :param stored: its stored value.
+        """
+        data = self.decoded(key_bytes, stored)
+        entries = self.entries(data, self.entry_tail(key_bytes))
+        return records.Record(self.coll, data, key, stored, entries, self.indexes)
+
+    def index_record(self, etxn, index_prefix, index_name, tup, default):
+        """The :class:`~centidb.records.Record` of the first record whose index tuple is `tup`.
+
+        "First" is in record key order; see ``Index.get``.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param index_prefix: the index's prefix.
+        :param index_name: the index's name, for errors.
+        :param tup: the index tuple.
+        :param default: returned when no record has that index tuple.
+        :raises ~centidb.errors.IndexInconsistentError: if the entry points
+            at a missing record.
+        """
+        entry = first_entry(etxn, index_prefix, tup)
+        if entry is None:
+            return default
+        parts = keylib.unpacks_list(entry, index_prefix)
+        if len(parts) != 2:
+            raise corrupt_entry_error(entry)
+        key = parts[1]
+        key_bytes = keylib.packs(key, self.prefix)
+        stored = self.stored(etxn, key_bytes)
+        if stored is None:
+            raise self.missing_record_error(index_name, key)
+        return self.record(key, key_bytes, stored)
 
     def read_many(self, txn, etxn, packed, default):
         """Read the records under the engine keys `packed`; see ``Collection.get_many``.
@@ -368,6 +406,83 @@ class Records:
         etxn._put_many(writes)
         return records.Record(self.coll, data, key, value, entries, self.indexes)
 
+    def put_many(self, txn, etxn, recs, blind):
+        """Store each of `recs`, writing nothing if any fails; see ``Collection.put_many``.
+
+        The common case is :meth:`~centidb.records.RecordWriter.write_many`,
+        which makes everything before it writes; otherwise each record is
+        :meth:`put` in turn through a :class:`Savepoint`, rolled back if one
+        raises.
+
+        :param txn: the store transaction (for ``txn_key_func``).
+        :param etxn: its engine transaction.
+        :param recs: a ``list`` of record values or
+            :class:`~centidb.records.Record` objects.
+        :param blind: skip reading the old records.
+        :returns: a ``list`` of the key tuples, in the order of `recs`.
+        """
+        self.check_writable()
+        keys = self.keys
+        first_id = None
+        if keys.kind == 'auto' and self.writer.usable:
+            first_id = keys.next_key(etxn)      # read now, moved on below
+        written = self.writer.write_many(etxn, recs, blind, first_id)
+        if written is not None:
+            if first_id is not None and written:
+                # The counter stays above every key handed out, as for put().
+                keys.at_least(etxn, first_id + len(written))
+            return written
+        savepoint = Savepoint(etxn)
+        # A txn_key_func is handed the store transaction: what it writes
+        # through it (say, a counter it moves) goes through the savepoint too.
+        txn.engine_txn = savepoint
+        try:
+            return [self.put(txn, savepoint, rec, None, blind).key for rec in recs]
+        except BaseException:
+            savepoint.roll_back()
+            raise
+        finally:
+            if txn.engine_txn is savepoint:
+                txn.engine_txn = etxn
+
+    def delete_many(self, etxn, keys):
+        """Delete the records under the key tuples `keys`; see ``Collection.delete_many``.
+
+        Every record is read and decoded, and its index entries made, before
+        the first write, so if any of that raises nothing is deleted.
+
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param keys: a ``list`` of key tuples.
+        :returns: a ``list`` with the deleted :class:`~centidb.records.Record`
+            for each key, or None if there was none (or the key came earlier
+            in `keys`).
+        """
+        self.check_writable()
+        deleted, doomed, seen = [], [], set()
+        for key in keys:
+            key_bytes = keylib.packs(key, self.prefix)
+            if key_bytes in seen:       # deleted by its first mention
+                deleted.append(None)
+                continue
+            seen.add(key_bytes)
+            plain = etxn.get(key_bytes)
+            old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
+            if old is None:
+                deleted.append(None)
+                continue
+            data = self.decoded(key_bytes, old)
+            entries = self.entries(data, self.entry_tail(key_bytes))
+            doomed.append((key_bytes, plain is None, tuple(entries)))   # untracked by gc
+            deleted.append(records.Record(self.coll, data, key))
+        # Everything that can fail has run: from here on, writes.
+        for key_bytes, in_batch, entries in doomed:
+            if in_batch:
+                self.view.split(etxn, key_bytes, rejoin=True)
+            for entry in entries:
+                etxn.delete(entry)
+            etxn.delete(key_bytes)
+        return deleted
+
     def delete(self, etxn, key):
         """Delete the record under the key tuple `key` and its index entries.
 
@@ -407,6 +522,114 @@ class Records:
         # Every call of `func` has succeeded: only now write.
         for entry in entries:
             etxn.put(entry, _EMPTY)
+
+
+class Savepoint:
+    """Writes through an engine transaction that can be rolled back.
+
+    Engine transactions have no savepoints, so this one remembers, for each
+    key it writes, the value the transaction held before the first write;
+    :meth:`roll_back` puts those values back, leaving the transaction as it
+    was when the savepoint was made (as far as writes made through the
+    savepoint go). It has the engine transaction methods the record write
+    paths use; reads pass straight through.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    """
+
+    #: The unchecked paths are not offered: every write must be remembered.
+    _fast_get = None
+    _fast_put_many = None
+
+    def __init__(self, etxn):
+        self.etxn = etxn
+        self.saved = {}     # engine key -> value before the first write, or None
+
+    @property
+    def writes(self):
+        """The engine transaction's count of writes."""
+        return self.etxn.writes
+
+    @property
+    def state(self):
+        """The engine transaction's state."""
+        return self.etxn.state
+
+    def get(self, key):
+        """As :meth:`~centidb.engines.EngineTransaction.get`.
+
+        :param key: non-empty ``bytes``.
+        """
+        return self.etxn.get(key)
+
+    def first(self, lo=None, hi=None, reverse=False):
+        """As :meth:`~centidb.engines.EngineTransaction.first`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.first(lo, hi, reverse)
+
+    def items(self, lo=None, hi=None, reverse=False):
+        """As :meth:`~centidb.engines.EngineTransaction.items`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.items(lo, hi, reverse)
+
+    def keys(self, lo=None, hi=None, reverse=False):
+        """As :meth:`~centidb.engines.EngineTransaction.keys`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.keys(lo, hi, reverse)
+
+    def _save(self, key):
+        if key not in self.saved:
+            self.saved[key] = self.etxn.get(key)
+
+    def put(self, key, value):
+        """As :meth:`~centidb.engines.EngineTransaction.put`, remembering the old value.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        """
+        self._save(key)
+        self.etxn.put(key, value)
+
+    def delete(self, key):
+        """As :meth:`~centidb.engines.EngineTransaction.delete`, remembering the old value.
+
+        :param key: non-empty ``bytes``.
+        """
+        self._save(key)
+        self.etxn.delete(key)
+
+    def _put_many(self, pairs):
+        for key, _ in pairs:
+            self._save(key)
+        self.etxn._put_many(pairs)
+
+    def roll_back(self):
+        """Put back every value written through the savepoint as it was.
+
+        Does nothing if the engine transaction has ended (an engine error
+        such as :class:`~centidb.errors.MapFullError` aborts it).
+        """
+        etxn = self.etxn
+        if etxn.state != 'open':
+            return
+        for key, value in self.saved.items():
+            if value is None:
+                etxn.delete(key)
+            else:
+                etxn.put(key, bytes(value))
+        self.saved = {}
 
 
 def corrupt_entry_error(entry):

@@ -6,10 +6,11 @@ bytes, plus one engine key per index entry (the index prefix, the packed index
 tuple, ``KEY_SEP``, the packed record key) with an empty value.
 
 Two twinned classes do the common cases fast: :class:`RecordWriter` (a put
-of a plain value) and :class:`RecordReader` (get by key or by index, and
-index scans). They, :class:`Record` and :func:`index_entries` have compiled
-twins in ``centidb._speedups``, chosen by :mod:`centidb.impl`; everything
-they use is passed to their constructors. The general cases are
+of a plain value, or a ``put_many`` of plain values) and
+:class:`RecordReader` (get by key or by index, and index scans). They,
+:class:`Record` and :func:`index_entries` have compiled twins in
+``centidb._speedups``, chosen by :mod:`centidb.impl`; everything they use is
+passed to their constructors. The general cases are
 :class:`centidb.access.Records`.
 
 This layer calls engine transactions only (and reads the fields of the
@@ -166,8 +167,9 @@ class RecordWriter:
 
     :meth:`write` handles a put of a plain value (not a :class:`Record`)
     with a key or a ``key_func``, an exact encoder, the collection's own
-    packer, every stored index added and no batches. The compiled twin
-    behaves identically.
+    packer, every stored index added and no batches; :meth:`write_many`
+    the same for a list of values, keyed by the ``key_func`` or the
+    counter. The compiled twin behaves identically.
 
     :param coll: the collection, kept in each :class:`Record`.
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
@@ -189,10 +191,14 @@ class RecordWriter:
     :param record_class: the pure-Python :class:`Record` class: a value of
         this type, like one of the active :class:`Record`, is not the common
         case.
+    :param counted: True if the collection's keys come from its counter:
+        :meth:`write` then declines (a given key must raise the counter),
+        while :meth:`write_many` takes the counter's value from its caller.
     """
 
     def __init__(self, coll, txns, txn_class, usable, prefix, encode, compress, header,
-                 key_func, specs, indexes, limit, old_entries, too_long, record_class):
+                 key_func, specs, indexes, limit, old_entries, too_long, record_class,
+                 counted=False):
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -208,6 +214,7 @@ class RecordWriter:
         self.old_entries = old_entries
         self.too_long = too_long
         self.record_class = record_class
+        self.counted = counted
 
     def write(self, txn, data, key, blind):
         """Store `data` in the store transaction `txn`; return its Record.
@@ -227,7 +234,8 @@ class RecordWriter:
             read-only.
         """
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
-        if not self.usable or type(data) is Record or type(data) is self.record_class:
+        if (not self.usable or self.counted or type(data) is Record
+                or type(data) is self.record_class):
             return None
         if key is None:
             if self.key_func is None:
@@ -253,6 +261,89 @@ class RecordWriter:
         writes += [(entry, _EMPTY) for entry in entries]
         put_many(etxn, writes)
         return Record(self.coll, data, key, value, entries, self.indexes)
+
+    def write_many(self, etxn, datas, blind, first_id):
+        """Store each value of the list `datas`; return their keys, in order.
+
+        Every key, stored value and index entry is made, and (unless
+        `blind`) every old version's entries are found, before the first
+        write: whatever the key function, an index function, the encoder,
+        the key codec or the size check raises propagates having written
+        nothing. All the writes then go to the engine in one call. The
+        effect is that of :meth:`write` for each value in turn; a key given
+        twice ends with the later value and its entries only (with `blind`,
+        the earlier one's entries the later lacks stay behind, as they would
+        after two blind writes).
+
+        :param etxn: the write :class:`~centidb.engines.EngineTransaction`
+            to write in, already checked by the caller.
+        :param datas: a ``list`` of record values.
+        :param blind: as for ``Collection.put``.
+        :param first_id: ``None`` to make each key with the collection's
+            ``key_func``; an ``int`` to give the values the keys
+            ``(first_id,)``, ``(first_id + 1,)``, ... (a counted
+            collection's counter, read by the caller, who also raises it).
+        :returns: a ``list`` of key tuples, or ``None``, having called no
+            user code and written nothing, when the write is not the common
+            case (a :class:`Record` in `datas`, or no key function).
+        """
+        if not self.usable or (first_id is None and self.key_func is None):
+            return None
+        record_class = self.record_class
+        for data in datas:
+            if type(data) is Record or type(data) is record_class:
+                return None
+        encode, compress, header = self.encode, self.compress, self.header
+        key_func, prefix, specs, limit = self.key_func, self.prefix, self.specs, self.limit
+        packs = keylib.packs
+        start = len(prefix)
+        reads = not blind and bool(self.indexes)
+        latest = {}         # with reads: key bytes -> (value, entry tail, entries)
+        writes = []
+        keys = []
+        next_id = first_id
+        for data in datas:
+            encoded = encode(data)
+            if next_id is None:
+                key = as_key(key_func(data))
+            else:
+                key = (next_id,)
+                next_id += 1
+            value = header + (encoded if compress is None else compress(encoded))
+            key_bytes = packs(key, prefix)
+            entry_tail = ENTRY_SEP + key_bytes[start:]
+            entries = index_entries(specs, data, entry_tail)
+            if limit is not None and (len(key_bytes) > limit
+                                      or any(len(entry) > limit for entry in entries)):
+                self.too_long(key, key_bytes, entries)
+            keys.append(key)
+            if reads:
+                # A tuple of bytes, unlike a list, leaves the garbage
+                # collector's watch: it keeps a long batch cheap to hold.
+                latest[key_bytes] = (value, entry_tail, tuple(entries))
+            else:
+                writes.append((key_bytes, value))
+                writes += [(entry, _EMPTY) for entry in entries]
+        stale = []
+        # Every key is within the engine's limit now: the unchecked getter is safe.
+        get = etxn._fast_get if latest else None
+        if get is None:
+            get = etxn.get
+        for key_bytes, (value, entry_tail, entries) in latest.items():
+            old = get(key_bytes)
+            if old is not None:
+                old_entries = self.old_entries(old, entry_tail)
+                if old_entries:
+                    keep = set(entries)
+                    stale += [entry for entry in old_entries if entry not in keep]
+            writes.append((key_bytes, value))
+            writes += [(entry, _EMPTY) for entry in entries]
+        # Everything that can fail has run: from here on, writes.
+        for entry in stale:
+            etxn.delete(entry)
+        if writes:
+            put_many(etxn, writes)
+        return keys
 
 
 class RecordReader:
