@@ -16,7 +16,7 @@ Iterating methods and ``count()`` take the query parameters described in
 from centidb import batches, encodings, keylib
 from centidb.batches import BatchView
 from centidb.index import Index, Indexed, IndexSet  # Index: also the older import path
-from centidb.query import Queryable, check_query, key_range, query_doc, readonly
+from centidb.query import Queryable, check_query, query_doc, readonly
 from centidb.errors import CorruptKeyError, StoreError
 from centidb.access import KeySource, Records
 from centidb.records import Record, as_key
@@ -32,7 +32,15 @@ class Collection(Indexed, Queryable):
     for the arguments users give. ``indices`` maps index names to the
     :class:`Index` objects added in this session; the index methods
     (``add_index``, ``drop_index``, ``reindex``) come from
-    :class:`~centidb.index.Indexed`. ``len(coll)`` is ``coll.count()``.
+    :class:`~centidb.index.Indexed`.
+
+    A collection also behaves like a mapping from keys to values, each call
+    in a transaction of its own (or the thread's write transaction):
+    ``key in coll``, ``coll[key]`` (``KeyError`` when missing),
+    ``coll[key] = value`` (``put(value, key=key)``), ``del coll[key]``
+    (``KeyError`` when missing), ``iter(coll)`` (the keys in order),
+    ``len(coll)`` (``coll.count()``, one pass over the keys) and
+    ``bool(coll)`` (whether it holds any record).
 
     :param store: the :class:`~centidb.store.Store` (kept, not called).
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
@@ -133,12 +141,23 @@ class Collection(Indexed, Queryable):
         object knows it (created in an aborted transaction, or removed).
 
         :param why: the error message.
+        :returns: a callable that attaches the collection again as it was
+            (the store calls it when a drop's transaction aborts).
         """
-        self.indices.clear()
+        added, ids = dict(self.indices), dict(self._index_set.ids)
         self._records = self._writer = _Detached(why)
+        self._index_set.reload({})      # forgets every index; stays detached
+
+        def attach():
+            self._records = None
+            self.indices.update(added)
+            self._index_set.reload(ids)     # rebuilds the record paths
+        return attach
 
     def _rebuild(self):
         """Prepare the write and read paths again after the indexes or batching changed."""
+        if type(getattr(self, '_records', None)) is _Detached:
+            return      # detached: no index change brings it back
         indexes = tuple(self.indices.values())
         unbound = self._index_set.unbound()
         self._records = Records(
@@ -238,10 +257,85 @@ class Collection(Indexed, Queryable):
     def _delete(self, txn, etxn, key):
         return self._records.delete(etxn, key)
 
+    def put_many(self, recs, *, blind=False, txn=None):
+        """Store every record of `recs` in one transaction; return their keys.
+
+        Each gets its key and index entries as :meth:`put` gives them, in
+        order (a key that comes twice ends with the later record). The call
+        is atomic: if anything fails for any record (a key or index
+        function raises, a value cannot be encoded, a key is too long),
+        nothing of the call is written and the exception propagates; a
+        transaction passed as `txn` is left as it was, including what a
+        ``txn_key_func`` wrote through it. For a collection with a
+        ``key_func`` or counter keys and plain values, every record is
+        encoded and checked before the first write, and the writes go to the
+        engine in one call; the stored bytes of the whole call are held in
+        memory until then, so split a very large import into calls of some
+        thousands of records (in one transaction, if it must be atomic).
+
+        :param recs: an iterable of record values (or :class:`Record`
+            objects, whose ``data`` is stored and ``key``, if not ``None``,
+            reused).
+        :param blind: as for :meth:`put`: True skips reading the records
+            already under the keys, promising there are none.
+        :param txn: a write :class:`~centidb.txn.Transaction` of the store
+            (default: see the module doc).
+        :returns: a ``list`` of key tuples, in the order of `recs`.
+        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
+            added in this session.
+        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key or index
+            tuple element the key codec cannot encode.
+        :raises ValueError: if a packed key or index entry is longer than
+            the engine's ``max_key_size``.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        """
+        return self._txns.run(txn, True, self._put_many, list(recs), blind)
+
+    def _put_many(self, txn, etxn, recs, blind):
+        return self._records.put_many(txn, etxn, recs, blind)
+
+    def delete_many(self, keys, *, txn=None):
+        """Delete the records under `keys` in one transaction, as :meth:`delete` each.
+
+        The call is atomic: every record is read, decoded and its index
+        entries found before the first delete, so if that fails for any key
+        nothing is deleted; a transaction passed as `txn` is left as it was.
+
+        :param keys: an iterable of key tuples (a bare value means a
+            1-tuple) or stored :class:`Record` objects.
+        :param txn: a write :class:`~centidb.txn.Transaction` of the store
+            (default: see the module doc).
+        :returns: a ``list`` mirroring `keys`: the deleted :class:`Record`
+            for each, or ``None`` where there was no such record (also for
+            a key that came earlier in `keys`).
+        :raises ValueError: for a :class:`Record` that was never stored.
+        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
+            added in this session.
+        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
+            the key codec cannot encode.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        """
+        tuples = []
+        for key in keys:
+            if type(key) is Record:
+                if key.key is None:
+                    raise ValueError('a Record in keys was never stored, so it has no '
+                                     'key to delete')
+                key = key.key
+            tuples.append(as_key(key))
+        return self._txns.run(txn, True, self._delete_many, tuples)
+
+    def _delete_many(self, txn, etxn, keys):
+        return self._records.delete_many(etxn, keys)
+
     # --- batches -------------------------------------------------------------
 
-    def batch(self, lo=None, hi=None, prefix=None, max_recs=None, max_bytes=None,
-              packer=encodings.ZLIB_PACKER, txn=None):
+    def batch(self, lo=None, hi=None, *, prefix=None, startswith=None, max_recs=None,
+              max_bytes=None, packer=encodings.ZLIB_PACKER, txn=None):
         """Store runs of adjacent records in the range as compressed batches.
 
         Every record in the range is rewritten into batches, each compressed
@@ -252,8 +346,10 @@ class Collection(Indexed, Queryable):
 
         :param lo: the lowest key included, as for :meth:`items`.
         :param hi: the key at which to stop (excluded), as for :meth:`items`.
-        :param prefix: only keys that start with this tuple, as for
-            :meth:`items`.
+        :param prefix: only keys whose first elements equal this tuple's,
+            as for :meth:`items`.
+        :param startswith: as `prefix`, but the last element matches every
+            string starting with it, as for :meth:`items`.
         :param max_recs: the most records in one batch (default and maximum
             :data:`~centidb.batches.MAX_MEMBERS`).
         :param max_bytes: the most bytes of keys and encoded values in one
@@ -281,7 +377,7 @@ class Collection(Indexed, Queryable):
         """
         batches.check_limits(max_recs, max_bytes)
         packer_id = self._catalog.encoder_id(packer)
-        lo_bytes, hi_bytes = key_range(self.prefix, lo, hi, prefix, False)
+        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, False)
         return self._txns.run(txn, True, self._batch, lo_bytes, hi_bytes,
                               max_recs or batches.MAX_MEMBERS, max_bytes, packer_id, packer)
 
@@ -299,7 +395,7 @@ class Collection(Indexed, Queryable):
 
     # --- reading -------------------------------------------------------------
 
-    def get(self, key, default=None, txn=None, raw=False, rec=False, *, encoded=False):
+    def get(self, key, default=None, *, txn=None, rec=False, encoded=False, raw=False):
         """Return the value stored under `key`, or `default`.
 
         :param key: the key tuple (a bare value means a 1-tuple).
@@ -345,15 +441,15 @@ class Collection(Indexed, Queryable):
         packed = [keylib.packs(as_key(key), self.prefix) for key in keys]
         return self._txns.run(txn, False, self._records.read_many, packed, default)
 
-    def _iter(self, txn, lo, hi, prefix, reverse, max, include):
+    def _iter(self, txn, lo, hi, prefix, startswith, reverse, max, include):
         check_query(reverse, max)
-        lo_bytes, hi_bytes = key_range(self.prefix, lo, hi, prefix, include)
+        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max,
                                   self._records.items)
 
     @query_doc('key')
-    def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-              include=False, txn=None):
+    def items(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+              max=None, include=False, txn=None):
         """Iterate ``(key, value)`` pairs in key order.
 
         {query}
@@ -361,23 +457,25 @@ class Collection(Indexed, Queryable):
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         """
-        pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
+        pairs = self._iter(txn, lo, hi, prefix, startswith, reverse, max, include)
         return _decoded_items(pairs, self._name, len(self.prefix), self._records)
 
     @query_doc('key')
-    def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-             include=False, txn=None):
-        """Iterate keys in key order.
+    def keys(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+             max=None, include=False, txn=None):
+        """Iterate keys in key order, without decoding any value.
 
         {query}
         :returns: an iterator of key tuples.
         """
-        pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
-        return _decoded_keys(pairs, self._name, len(self.prefix))
+        check_query(reverse, max)
+        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
+        keys = self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max, self._entry_keys)
+        return _decoded_keys(keys, self._name, len(self.prefix))
 
     @query_doc('key')
-    def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-               include=False, txn=None):
+    def values(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+               max=None, include=False, txn=None):
         """Iterate values in key order.
 
         {query}
@@ -385,14 +483,54 @@ class Collection(Indexed, Queryable):
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         """
-        pairs = self._iter(txn, lo, hi, prefix, reverse, max, include)
+        pairs = self._iter(txn, lo, hi, prefix, startswith, reverse, max, include)
         return _decoded_values(pairs, self._records)
 
-    def _matches(self, txn, lo, hi, prefix, reverse, max, include):
-        return self._iter(txn, lo, hi, prefix, reverse, max, include)
+    def _entry_keys(self, etxn, lo, hi, reverse):
+        # Through the batch view even when no batch is known: another
+        # process may have batched records since the metadata was read.
+        return (key_bytes for key_bytes, _ in self._records.items(etxn, lo, hi, reverse))
+
+    def _group_of(self, key_bytes, size):
+        try:
+            return keylib.unpacks(key_bytes, self._prefix)[:size]
+        except CorruptKeyError as exc:
+            raise _corrupt_key(self._name, key_bytes, exc) from None
+
+    # --- the mapping protocol ------------------------------------------------
 
     def __len__(self):
         return self.count()
+
+    def __bool__(self):
+        for _ in self.keys(max=1):
+            return True
+        return False
+
+    def __contains__(self, key):
+        return self._txns.run(None, False, self._has, as_key(key))
+
+    def _has(self, txn, etxn, key):
+        return self._records.stored(etxn, keylib.packs(key, self._prefix)) is not None
+
+    def __getitem__(self, key):
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __setitem__(self, key, value):
+        self.put(value, key=key)
+
+    def __delitem__(self, key):
+        if self.delete(key) is None:
+            raise KeyError(key)
+
+    def __iter__(self):
+        return self.keys()
+
+
+_MISSING = object()
 
 
 def _corrupt_key(name, key_bytes, exc):
@@ -414,9 +552,9 @@ def _decoded_items(pairs, name, start, records):
         yield key, value
 
 
-def _decoded_keys(pairs, name, start):
+def _decoded_keys(keys, name, start):
     unpacks = keylib.unpacks
-    for key_bytes, _ in pairs:
+    for key_bytes in keys:
         try:
             key = unpacks(key_bytes[start:])
         except CorruptKeyError as exc:

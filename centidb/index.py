@@ -8,8 +8,9 @@ through a plain Python function; each tuple is stored as one entry (layout in
 
 from centidb import keylib
 from centidb.errors import UnknownIndexError
-from centidb.query import Queryable, check_query, key_range, query_doc, readonly
-from centidb.access import delete_index_entries, first_entry, split_entries
+from centidb.query import Queryable, check_query, query_doc, readonly
+from centidb.access import (corrupt_entry_error, delete_index_entries, first_entry,
+                            split_entries)
 from centidb.records import as_key
 
 __all__ = ['Index', 'IndexSet', 'Indexed']
@@ -20,7 +21,8 @@ class Index(Queryable):
 
     Query methods range over index tuples with the collection's query
     parameters. Values are read in the same transaction (snapshot) as the
-    index entries. Made by :meth:`~centidb.collection.Collection.add_index`,
+    index entries. ``tup in index`` is ``index.has(tup)``. Made by
+    :meth:`~centidb.collection.Collection.add_index`,
     not directly; the arguments but `txns` are kept as read-only attributes
     of the same names.
 
@@ -50,20 +52,20 @@ class Index(Queryable):
     def __repr__(self):
         return f'<Index {self.coll.name}.{self.name}>'
 
-    def _scan(self, txn, lo, hi, prefix, reverse, max, include):
+    def _scan(self, txn, lo, hi, prefix, startswith, reverse, max, include):
         """Iterate ``(index tuple, record key)`` for the query."""
         check_query(reverse, max)
-        lo_bytes, hi_bytes = key_range(self._prefix, lo, hi, prefix, include)
+        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max,
-                                        self._split_entries)
+                                  self._split_entries)
 
     def _split_entries(self, etxn, lo, hi, reverse):
         return split_entries(etxn, self._prefix, lo, hi, reverse)
 
-    def _records(self, txn, lo, hi, prefix, reverse, max, include, items):
+    def _records(self, txn, lo, hi, prefix, startswith, reverse, max, include, items):
         """Iterate the records (or index tuple and record pairs) of a query."""
         check_query(reverse, max)
-        lo_bytes, hi_bytes = key_range(self._prefix, lo, hi, prefix, include)
+        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
         reader = self._coll.records.reader
         index_prefix, name = self._prefix, self._name
 
@@ -72,40 +74,42 @@ class Index(Queryable):
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max, source)
 
     @query_doc('index tuple')
-    def pairs(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-              include=False, txn=None):
+    def pairs(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+              max=None, include=False, txn=None):
         """Iterate ``(index tuple, record key)`` pairs, one per matching entry.
 
         {query}
         :returns: an iterator of ``(index tuple, key tuple)``.
         """
-        return self._scan(txn, lo, hi, prefix, reverse, max, include)
+        return self._scan(txn, lo, hi, prefix, startswith, reverse, max, include)
 
     @query_doc('index tuple')
-    def tups(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-             include=False, txn=None):
+    def tups(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+             max=None, include=False, txn=None):
         """Iterate index tuples (one per matching entry).
 
         {query}
         :returns: an iterator of index tuples.
         """
-        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        entries = self._scan(txn, lo, hi, prefix, startswith, reverse, max, include)
         return (tup for tup, _ in entries)
 
     @query_doc('index tuple')
-    def keys(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-             include=False, txn=None):
+    def keys(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+             max=None, include=False, txn=None):
         """Iterate the keys of the records the matching entries point to.
+
+        No record is read: the keys are taken from the entries.
 
         {query}
         :returns: an iterator of key tuples, one per entry.
         """
-        entries = self._scan(txn, lo, hi, prefix, reverse, max, include)
+        entries = self._scan(txn, lo, hi, prefix, startswith, reverse, max, include)
         return (key for _, key in entries)
 
     @query_doc('index tuple')
-    def items(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-              include=False, txn=None):
+    def items(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+              max=None, include=False, txn=None):
         """Iterate ``(index tuple, record value)`` pairs, one per matching entry.
 
         {query}
@@ -115,11 +119,11 @@ class Index(Queryable):
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
-        return self._records(txn, lo, hi, prefix, reverse, max, include, True)
+        return self._records(txn, lo, hi, prefix, startswith, reverse, max, include, True)
 
     @query_doc('index tuple')
-    def values(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-               include=False, txn=None):
+    def values(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
+               max=None, include=False, txn=None):
         """Iterate the values of the records the matching entries point to.
 
         {query}
@@ -129,21 +133,33 @@ class Index(Queryable):
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
-        return self._records(txn, lo, hi, prefix, reverse, max, include, False)
+        return self._records(txn, lo, hi, prefix, startswith, reverse, max, include, False)
 
-    def _matches(self, txn, lo, hi, prefix, reverse, max, include):
-        return self._scan(txn, lo, hi, prefix, reverse, max, include)
+    def _entry_keys(self, etxn, lo, hi, reverse):
+        return etxn.keys(lo, hi, reverse)
 
-    def get(self, x, default=None, txn=None):
-        """Return the value of the first record whose index tuple equals `x`.
+    def _group_of(self, entry, size):
+        parts = keylib.unpacks_list(entry, self._prefix)
+        if len(parts) != 2:
+            raise corrupt_entry_error(entry)
+        return parts[0][:size]
 
-        "First" is in record key order among the entries for `x`.
+    def __contains__(self, tup):
+        return self.has(tup)
 
-        :param x: the index tuple (a bare value means a 1-tuple).
+    def get(self, tup, default=None, *, rec=False, txn=None):
+        """Return the value of the first record whose index tuple equals `tup`.
+
+        "First" is in record key order among the entries for `tup`.
+
+        :param tup: the index tuple (a bare value means a 1-tuple).
         :param default: returned when no record has that index tuple.
+        :param rec: return the record as a :class:`~centidb.records.Record`
+            (its key and value), as ``Collection.get(rec=True)`` does.
         :param txn: a :class:`~centidb.txn.Transaction` of the store to
             read in (default: see the module doc).
-        :returns: the record's value, or `default`.
+        :returns: the record's value (or :class:`~centidb.records.Record`),
+            or `default`.
         :raises TypeError: if `txn` is not a transaction of this store.
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
         :raises ~centidb.errors.IndexInconsistentError: if the entry points
@@ -151,26 +167,60 @@ class Index(Queryable):
         :raises ~centidb.errors.UnknownEncoderError: for a record packed
             with a packer not registered in this session.
         """
+        if rec:
+            return self._txns.run(txn, False, self._get_many_in, [as_key(tup)], default,
+                                  True)[0]
         if txn is None:
-            return self._txns.run(None, False, self._get_in, x, default)
-        return self._coll.records.reader.index_get(txn, self._prefix, self._name, x, default)
+            return self._txns.run(None, False, self._get_in, tup, default)
+        return self._coll.records.reader.index_get(txn, self._prefix, self._name, tup, default)
 
-    def _get_in(self, txn, etxn, x, default):
-        return self._coll.records.reader.index_get(txn, self._prefix, self._name, x, default)
+    def _get_in(self, txn, etxn, tup, default):
+        return self._coll.records.reader.index_get(txn, self._prefix, self._name, tup, default)
 
-    def has(self, x, txn=None):
-        """Return True if some record has the index tuple `x`.
+    def get_many(self, tups, default=None, *, rec=False, txn=None):
+        """Return a list with, for each index tuple of `tups`, what :meth:`get` returns.
 
-        :param x: the index tuple (a bare value means a 1-tuple).
+        All are read in one transaction.
+
+        :param tups: an iterable of index tuples (a bare value means a
+            1-tuple).
+        :param default: the item for an index tuple no record has.
+        :param rec: give each record as a :class:`~centidb.records.Record`.
+        :param txn: a :class:`~centidb.txn.Transaction` of the store to
+            read in (default: see the module doc).
+        :returns: a ``list``, in the order of `tups`: the value (or
+            :class:`~centidb.records.Record`) of the first record, in record
+            key order, with each index tuple, or `default`.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.IndexInconsistentError: if an entry points
+            at a missing record.
+        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+            with a packer not registered in this session.
+        """
+        tuples = [as_key(tup) for tup in tups]
+        return self._txns.run(txn, False, self._get_many_in, tuples, default, rec)
+
+    def _get_many_in(self, txn, etxn, tups, default, rec):
+        prefix, name, records = self._prefix, self._name, self._coll.records
+        if rec:
+            return [records.index_record(etxn, prefix, name, tup, default) for tup in tups]
+        index_get = records.reader.index_get
+        return [index_get(txn, prefix, name, tup, default) for tup in tups]
+
+    def has(self, tup, *, txn=None):
+        """Return True if some record has the index tuple `tup`.
+
+        :param tup: the index tuple (a bare value means a 1-tuple).
         :param txn: a :class:`~centidb.txn.Transaction` of the store to
             read in (default: see the module doc).
         :raises TypeError: if `txn` is not a transaction of this store.
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
-        return self._txns.run(txn, False, self._has_in, as_key(x))
+        return self._txns.run(txn, False, self._has_in, as_key(tup))
 
-    def _has_in(self, txn, etxn, x):
-        return first_entry(etxn, self._prefix, x) is not None
+    def _has_in(self, txn, etxn, tup):
+        return first_entry(etxn, self._prefix, tup) is not None
 
 
 class IndexSet:

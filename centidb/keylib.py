@@ -15,11 +15,14 @@ missing twin an ``ImportError``). :data:`IMPL` names the active
 implementation (``'speedups'`` or ``'python'``).
 """
 
+from __future__ import annotations
+
 import datetime as _dt
 import math
 import re
 import types
 import uuid
+from typing import Any
 
 from centidb import impl
 from centidb.errors import CorruptKeyError
@@ -30,13 +33,15 @@ from centidb.keyformat import (
     INT_SMALL_MAX_BYTES, KEY_SEP, SUFFIX_BOOL, SUFFIX_FLOAT, SUFFIX_NEG_ZERO,
     TAG_BYTES, TAG_DATETIME, TAG_DESC, TAG_NAN, TAG_NEG_BIG, TAG_NEG_INF,
     TAG_NEG_ONE, TAG_NONE, TAG_POS_BIG, TAG_POS_INF, TAG_STR, TAG_UUID,
-    TAG_ZERO, Desc,
+    TAG_ZERO, Desc, Key,
 )
 
-__all__ = ['packs', 'unpacks', 'unpacks_list', 'prefix_range', 'upper_bound',
-           'after_key', 'next_prefix', 'Desc', 'IMPL']
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'prefix_range', 'startswith_range',
+           'upper_bound',
+           'after_key', 'next_prefix', 'Desc', 'Key', 'IMPL']
 
 _INVERT = bytes(range(255, -1, -1))
+# Matches at any position (maybe empty): its .match() is never None.
 _CONTINUATION_RUN = re.compile(rb'[\x80-\xff]*')
 _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 _MAX_ORDINAL = _dt.date.max.toordinal()
@@ -50,7 +55,7 @@ _MAX_FRACTION_GROUPS = 154
 
 # --- encoding ----------------------------------------------------------------
 
-def _pack7(raw, out):
+def _pack7(raw: bytes, out: bytearray) -> None:
     """Append `raw` to `out` as 7-bit groups, each with its high bit set."""
     for start in range(0, len(raw), 7):
         chunk = raw[start:start + 7]
@@ -60,7 +65,7 @@ def _pack7(raw, out):
             out.append(0x80 | ((bits >> shift) & 0x7F))
 
 
-def _encode_int_part(n, out):
+def _encode_int_part(n: int, out: bytearray) -> None:
     """Append the tag and magnitude bytes of the integer `n`."""
     if n >= 0:
         length = (n.bit_length() + 7) >> 3
@@ -85,7 +90,7 @@ def _encode_int_part(n, out):
         out += magnitude.to_bytes(length, 'big').translate(_INVERT)
 
 
-def _encode_float(x, out):
+def _encode_float(x: float, out: bytearray) -> None:
     if x != x:
         out.append(TAG_NAN)
     elif x == math.inf:
@@ -111,7 +116,7 @@ def _encode_float(x, out):
                 out.append(0x80 | ((bits >> shift) & 0x7F))
 
 
-def _encode_datetime(x, out):
+def _encode_datetime(x: _dt.datetime, out: bytearray) -> None:
     wall_us = (((x.toordinal() - _EPOCH_ORDINAL) * 86_400
                 + x.hour * 3600 + x.minute * 60 + x.second) * _US_PER_SECOND
                + x.microsecond)
@@ -130,7 +135,7 @@ def _encode_datetime(x, out):
         out += (offset_us + DT_OFFSET_BIAS).to_bytes(5, 'big')
 
 
-def _encode_element(x, out):
+def _encode_element(x: Any, out: bytearray) -> None:
     """Append the encoding of one key element to the bytearray `out`."""
     kind = type(x)
     if kind is str:
@@ -180,12 +185,12 @@ def _encode_element(x, out):
             f'({x!r:.60}); supported types: {_SUPPORTED}')
 
 
-def _check_prefix(prefix):
+def _check_prefix(prefix: object) -> None:
     if type(prefix) is not bytes:
         raise TypeError(f'prefix must be bytes, not {type(prefix).__name__!r}')
 
 
-def packs(key, prefix=b''):
+def packs(key: object, prefix: bytes = b'') -> bytes:
     """Encode `key` into bytes that sort like the key, after `prefix`.
 
     A list of keys (tuples or bare elements) is packed as several keys
@@ -230,18 +235,18 @@ def packs(key, prefix=b''):
 
 # --- decoding ----------------------------------------------------------------
 
-def _corrupt(message, pos):
+def _corrupt(message: str, pos: int) -> CorruptKeyError:
     return CorruptKeyError(f'invalid key encoding: {message} at offset {pos}')
 
 
-def _take(data, pos, count):
+def _take(data: bytes, pos: int, count: int) -> bytes:
     chunk = data[pos:pos + count]
     if len(chunk) != count:
         raise _corrupt(f'truncated: {count} bytes needed, {len(chunk)} left', pos)
     return chunk
 
 
-def _decode_int_part(tag, data, pos):
+def _decode_int_part(tag: int, data: bytes, pos: int) -> tuple[int, int]:
     """Decode an integer part whose tag is at `pos - 1`; return (int, pos)."""
     if TAG_ZERO <= tag <= TAG_ZERO + INT_SMALL_MAX_BYTES:
         length = tag - TAG_ZERO
@@ -272,7 +277,7 @@ def _decode_int_part(tag, data, pos):
     return (-value - 1 if negative else value), pos + length
 
 
-def _decode_number_suffix(int_part, data, pos):
+def _decode_number_suffix(int_part: int, data: bytes, pos: int) -> tuple[int | float, int]:
     """Decode what follows an integer part: nothing, a bool, or a float."""
     if pos >= len(data) or data[pos] < 0x80:
         return int_part, pos
@@ -288,7 +293,7 @@ def _decode_number_suffix(int_part, data, pos):
         return -0.0, pos
     if suffix != SUFFIX_FLOAT:
         raise _corrupt(f'unknown number suffix 0x{suffix:02x}', pos - 1)
-    end = _CONTINUATION_RUN.match(data, pos).end()
+    end = _CONTINUATION_RUN.match(data, pos).end()  # type: ignore[union-attr]
     ngroups = end - pos
     if ngroups > _MAX_FRACTION_GROUPS:
         raise _corrupt('float fraction longer than any double has', pos)
@@ -309,7 +314,7 @@ def _decode_number_suffix(int_part, data, pos):
     return value, end
 
 
-def _unpack7(data, pos, end):
+def _unpack7(data: bytes, pos: int, end: int) -> bytes:
     """Decode the 7-bit groups in data[pos:end] back into bytes."""
     out = bytearray()
     for start in range(pos, end, 8):
@@ -327,7 +332,7 @@ def _unpack7(data, pos, end):
     return bytes(out)
 
 
-def _decode_datetime(data, pos):
+def _decode_datetime(data: bytes, pos: int) -> tuple[_dt.datetime, int]:
     instant = int.from_bytes(_take(data, pos, 8), 'big') - DT_INSTANT_BIAS
     kind = _take(data, pos + 8, 1)[0]
     pos += 9
@@ -354,12 +359,12 @@ def _decode_datetime(data, pos):
                         microsecond, tzinfo), pos
 
 
-def _decode_element(data, pos):
+def _decode_element(data: bytes, pos: int) -> tuple[Any, int]:
     """Decode the element whose tag is at `pos`; return (value, next pos)."""
     tag = data[pos]
     pos += 1
     if tag == TAG_STR or tag == TAG_BYTES:
-        end = _CONTINUATION_RUN.match(data, pos).end()
+        end = _CONTINUATION_RUN.match(data, pos).end()  # type: ignore[union-attr]
         raw = _unpack7(data, pos, end)
         if tag == TAG_BYTES:
             return raw, end
@@ -385,7 +390,7 @@ def _decode_element(data, pos):
     raise _corrupt(f'unknown tag 0x{tag:02x}', pos - 1)
 
 
-def _decode_desc(data, inverted, pos):
+def _decode_desc(data: bytes, inverted: bytes, pos: int) -> tuple[Desc, int]:
     """Decode the Desc element whose tag is at `pos`, given data inverted."""
     pos += 1
     if pos >= len(data):
@@ -398,7 +403,7 @@ def _decode_desc(data, inverted, pos):
     return Desc(value), end + 1
 
 
-def _as_bytes(data):
+def _as_bytes(data: object) -> bytes:
     if type(data) is bytes:
         return data
     if isinstance(data, (bytearray, memoryview)):
@@ -406,13 +411,13 @@ def _as_bytes(data):
     raise TypeError(f'data must be bytes, not {type(data).__name__!r}')
 
 
-def _decode_keys(data, prefix):
+def _decode_keys(data: object, prefix: bytes) -> list[Key]:
     data = _as_bytes(data)
     _check_prefix(prefix)
     if not data.startswith(prefix):
         raise CorruptKeyError(f'data does not start with the prefix {prefix!r}')
-    keys = []
-    elements = []
+    keys: list[Key] = []
+    elements: list[Any] = []
     pos = len(prefix)
     end = len(data)
     inverted = None  # made once, on the first Desc element
@@ -434,7 +439,7 @@ def _decode_keys(data, prefix):
     return keys
 
 
-def unpacks(data, prefix=b''):
+def unpacks(data: bytes | bytearray | memoryview, prefix: bytes = b'') -> Key:
     """Decode bytes made by :func:`packs` back into a key tuple.
 
     :param data: the encoding (``bytes``, ``bytearray`` or ``memoryview``).
@@ -452,7 +457,7 @@ def unpacks(data, prefix=b''):
     return keys[0]
 
 
-def unpacks_list(data, prefix=b''):
+def unpacks_list(data: bytes | bytearray | memoryview, prefix: bytes = b'') -> list[Key]:
     """Decode bytes made by :func:`packs` from a list of keys; return a list.
 
     :param data: the encoding (``bytes``, ``bytearray`` or ``memoryview``).
@@ -468,7 +473,7 @@ def unpacks_list(data, prefix=b''):
 
 # --- ranges --------------------------------------------------------------------
 
-def next_prefix(data):
+def next_prefix(data: bytes) -> bytes | None:
     """Return the smallest bytes greater than every string starting with `data`.
 
     :param data: ``bytes``.
@@ -481,15 +486,15 @@ def next_prefix(data):
     return stripped[:-1] + bytes([stripped[-1] + 1])
 
 
-def prefix_range(key, prefix=b''):
-    """Return ``(lo, hi)`` bounding every key that starts with `key`.
+def prefix_range(key: object, prefix: bytes = b'') -> tuple[bytes, bytes | None]:
+    """Return ``(lo, hi)`` bounding every key whose first elements equal `key`'s.
 
-    A key matches when its first elements equal the elements of `key`
-    (compared by their encoding, so ``1`` does not match ``1.0`` or
-    ``True``). When the last element of `key` is a ``str`` or ``bytes`` (or
-    a :class:`Desc` of one), longer strings in that position match too:
-    ``prefix_range('ab')`` covers ``('ab',)``, ``('ab', 1)`` and
-    ``('abc', 2)`` but not ``('ac',)``.
+    Elements match whole and by their encoding, so ``1`` does not match
+    ``1.0`` or ``True``, and ``prefix_range('ab')`` covers ``('ab',)`` and
+    ``('ab', 1)`` but not ``('abc',)``: for that, see
+    :func:`startswith_range`. Index entries for a matching index tuple are
+    inside the range too. Because every element is self-delimiting, the
+    range is ``packs(key)`` up to (excluding) ``packs(key) + b'\\x80'``.
 
     :param key: a key tuple, or a bare element as a 1-tuple; ``()``
         matches every key.
@@ -506,13 +511,44 @@ def prefix_range(key, prefix=b''):
     if not key:
         _check_prefix(prefix)
         return prefix, next_prefix(prefix)
-    head = packs(key[:-1], prefix)
+    lo = packs(key, prefix)
+    # Whatever may follow a complete element (a tag, KEY_SEP, or the end)
+    # is below 0x80; a longer payload of the same element is 0x80 or above.
+    return lo, lo + _ELEMENT_END
+
+
+_ELEMENT_END = b'\x80'
+
+
+def startswith_range(key: object, prefix: bytes = b'') -> tuple[bytes, bytes | None]:
+    """Return ``(lo, hi)`` bounding every key that starts with `key`, string-wise.
+
+    The elements of `key` but the last match whole, as for
+    :func:`prefix_range`. The last one is a ``str`` or ``bytes`` (or a
+    :class:`Desc` of one) and matches every string of the same type that
+    starts with it: ``startswith_range('ab')`` covers ``('ab',)``,
+    ``('ab', 1)`` and ``('abc', 2)`` but not ``('ac',)``.
+
+    :param key: a non-empty key tuple, or a bare string as a 1-tuple.
+    :param prefix: ``bytes`` put before both bounds.
+    :returns: ``(lo, hi)``: `lo` inclusive, `hi` exclusive or ``None`` for
+        unbounded.
+    :raises ValueError: if `key` is empty.
+    :raises TypeError: if the last element is not a ``str`` or ``bytes``
+        (or a ``Desc`` of one), or `prefix` is not ``bytes``.
+    :raises ~centidb.errors.UnsupportedKeyTypeError: as :func:`packs`.
+    """
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not key:
+        raise ValueError('startswith needs at least one element')
     last = key[-1]
     is_desc = isinstance(last, Desc)
     value = last.value if is_desc else last
     if not isinstance(value, (str, bytes)):
-        lo = head + packs((last,))
-        return lo, (next_prefix(lo) if is_desc else lo + b'\x80')
+        raise TypeError(f'startswith: the last element must be a str or bytes, '
+                        f'not {type(value).__name__!r}')
+    head = packs(key[:-1], prefix)
     # Strings with the prefix share its complete 7-bit groups; in its last,
     # partial group only the high bits are fixed and the padding bits vary.
     element = packs((value,))
@@ -526,7 +562,7 @@ def prefix_range(key, prefix=b''):
     return head + element, next_prefix(head + widest)
 
 
-def upper_bound(key, prefix=b'', include=False):
+def upper_bound(key: object, prefix: bytes = b'', include: bool = False) -> bytes:
     """Return the exclusive upper bound for keys below (or up to) `key`.
 
     :param key: a key tuple, or a bare element as a 1-tuple.
@@ -544,7 +580,7 @@ def upper_bound(key, prefix=b'', include=False):
     return after_key(data) if include else data
 
 
-def after_key(data):
+def after_key(data: bytes) -> bytes:
     """Return the exclusive bound just past the packed key `data`.
 
     :param data: a packed key, as ``bytes``.
@@ -564,7 +600,7 @@ _AFTER_KEY_SEP = bytes([KEY_SEP + 1])
 PYTHON = types.SimpleNamespace(packs=packs, unpacks=unpacks, unpacks_list=unpacks_list)
 
 
-def available_implementations():
+def available_implementations() -> dict[str, types.SimpleNamespace]:
     """Return ``{'python': ..., 'speedups': ...}`` for the implementations built.
 
     Used by parity tests and benchmarks.

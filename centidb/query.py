@@ -1,17 +1,25 @@
 """Query parameters shared by collections and indexes, and find()/count().
 
 Every iterating method of :class:`~centidb.collection.Collection` and
-:class:`~centidb.index.Index`, and ``count()``, takes these keyword
-parameters:
+:class:`~centidb.index.Index`, ``find()``, ``count()`` and
+``group_counts()`` take these parameters, in this order; all but ``lo`` and
+``hi`` are keyword-only:
 
 ``lo``
     Lowest key (or index tuple) included. A bare value means a 1-tuple.
 ``hi``
     Key at which to stop, excluded unless ``include=True``.
 ``prefix``
-    Only keys that start with this tuple. A ``str`` or ``bytes`` as the last
-    element also matches longer strings (``prefix='ab'`` matches
-    ``('abc', 1)``). Combined with ``lo``/``hi``, all bounds apply.
+    Only keys whose first elements equal this tuple's, element by element:
+    ``prefix=('libc6',)`` matches ``('libc6', 2)`` but not
+    ``('libc6-dev',)``. Elements compare as stored keys do, so ``1`` does
+    not match ``1.0`` or ``True``.
+``startswith``
+    Like ``prefix``, except that the last element, a ``str`` or ``bytes``
+    (or a ``Desc`` of one), matches every string that starts with it:
+    ``startswith='libc6'`` matches ``('libc6',)`` and ``('libc6-dev', 1)``.
+    All given bounds apply together (``lo``, ``hi``, ``prefix`` and
+    ``startswith``).
 ``reverse``
     Iterate from the highest key down.
 ``max``
@@ -20,24 +28,37 @@ parameters:
 Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
 """
 
+from __future__ import annotations
+
+import itertools
 import operator
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from centidb import keylib
+from centidb.engines import EngineTransaction
+from centidb.keylib import Key
 from centidb.records import as_key
+from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Queryable', 'check_query', 'key_range', 'query_doc', 'readonly']
 
+_F = TypeVar('_F', bound=Callable[..., Any])
 
-def readonly(attr, doc):
+
+def readonly(attr: str, doc: str) -> Any:
     """A read-only property returning the attribute `attr`, documented by `doc`.
+
+    Typed ``Any`` for the type checker: it cannot read the attribute's type
+    from its name, so a class that wants one declares it.
 
     :param attr: the private attribute's name.
     :param doc: the property's docstring.
+    :returns: the ``property``.
     """
     return property(operator.attrgetter(attr), doc=doc)
 
 
-def check_query(reverse, max):
+def check_query(reverse: object, max: int | None) -> None:
     """Check the `reverse` and `max` query parameters.
 
     :param reverse: the ``reverse`` parameter (any value is accepted).
@@ -52,7 +73,8 @@ def check_query(reverse, max):
             raise ValueError(f'max must not be negative, got {max}')
 
 
-def key_range(prefix_bytes, lo, hi, prefix, include):
+def key_range(prefix_bytes: bytes, lo: object, hi: object, prefix: object, include: bool,
+              startswith: object = None) -> tuple[bytes, bytes | None]:
     """Byte bounds ``(lo, hi)`` for a query under `prefix_bytes`; see the module doc.
 
     :param prefix_bytes: the collection's or index's prefix.
@@ -60,11 +82,20 @@ def key_range(prefix_bytes, lo, hi, prefix, include):
     :param hi: the ``hi`` parameter, or None.
     :param prefix: the ``prefix`` parameter, or None.
     :param include: the ``include`` parameter.
+    :param startswith: the ``startswith`` parameter, or None.
+    :raises TypeError: if the last element of `startswith` is not a ``str``
+        or ``bytes``.
+    :raises ValueError: if `startswith` is an empty tuple.
     """
     if prefix is None:
         lo_bytes, hi_bytes = keylib.prefix_range((), prefix_bytes)
     else:
         lo_bytes, hi_bytes = keylib.prefix_range(as_key(prefix), prefix_bytes)
+    if startswith is not None:
+        low, high = keylib.startswith_range(as_key(startswith), prefix_bytes)
+        lo_bytes = max(lo_bytes, low)
+        # high is never None: the string's type tag, below 0xFF, comes first.
+        hi_bytes = high if hi_bytes is None else min(hi_bytes, high)  # type: ignore[type-var]
     if lo is not None:
         lo_bytes = max(lo_bytes, keylib.packs(as_key(lo), prefix_bytes))
     if hi is not None:
@@ -76,25 +107,28 @@ def key_range(prefix_bytes, lo, hi, prefix, include):
 _QUERY_FIELDS = """\
 :param lo: the lowest {what} included; a bare value means a 1-tuple.
 :param hi: the {what} at which to stop, excluded unless `include`.
-:param prefix: only {what}s that start with this tuple (see the module doc).
+:param prefix: only {what}s whose first elements equal this tuple's.
+:param startswith: as `prefix`, but the last element (a ``str`` or
+    ``bytes``) matches every string starting with it.
 :param reverse: start from the highest {what}, going down.
 :param max: stop after this many results (``None``: no limit).
 :param include: include `hi` itself.
 :param txn: a :class:`~centidb.txn.Transaction` of the store to read in
     (default: see the module doc).
-:raises TypeError: if `max` is not an ``int``, or `txn` is not a
-    transaction of this store.
+:raises TypeError: if `max` is not an ``int``, `txn` is not a
+    transaction of this store, or the last element of `startswith` is not
+    a ``str`` or ``bytes``.
 :raises ValueError: if `max` is negative.
 :raises ~centidb.errors.TransactionError: if `txn` has ended."""
 
 
-def query_doc(what):
+def query_doc(what: str) -> Callable[[_F], _F]:
     """Put the query parameters' fields, written once, where ``{query}`` stands.
 
     :param what: what the bounds are, as in "the lowest {what} included".
     :returns: a decorator for a method whose docstring holds ``{query}``.
     """
-    def fill(method):
+    def fill(method: _F) -> _F:
         if method.__doc__:   # None under python -OO
             fields = _QUERY_FIELDS.format(what=what).replace('\n', '\n' + ' ' * 8)
             method.__doc__ = method.__doc__.replace('{query}', fields)
@@ -103,14 +137,35 @@ def query_doc(what):
 
 
 class Queryable:
-    """``find()`` and ``count()`` for a class with ``values()`` and ``_matches()``.
+    """``find()``, ``count()`` and ``group_counts()`` for collections and indexes.
 
-    ``_matches(...)`` iterates whatever counts as one result (records of a
-    collection, entries of an index) for the query parameters.
+    A subclass has ``prefix``, ``_txns`` and ``values()``, and provides
+    ``_entry_keys(etxn, lo, hi, reverse)``, iterating the engine key of
+    each result (a record key, or an index entry) without decoding it, and
+    ``_group_of(key_bytes, size)``, the first `size` elements of the key
+    or index tuple held in one of those engine keys.
     """
 
-    def find(self, lo=None, hi=None, prefix=None, reverse=False, include=False,
-             txn=None, default=None):
+    if TYPE_CHECKING:   # what a subclass provides, declared for the type checker
+        prefix: bytes
+        _txns: TxnManager
+
+        def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
+                   startswith: object = None, reverse: bool = False, max: int | None = None,
+                   include: bool = False, txn: Transaction | None = None) -> Iterator[Any]: ...
+
+        def _entry_keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
+                        reverse: bool) -> Iterator[bytes]: ...
+
+        def _group_of(self, key_bytes: bytes, size: int) -> Key: ...
+
+    def _bounds(self, lo: object, hi: object, prefix: object, startswith: object,
+                include: bool) -> tuple[bytes, bytes | None]:
+        return key_range(self.prefix, lo, hi, prefix, include, startswith)
+
+    def find(self, lo: object = None, hi: object = None, *, prefix: object = None,
+             startswith: object = None, reverse: bool = False, include: bool = False,
+             txn: Transaction | None = None, default: Any = None) -> Any:
         """Return the value of the first matching record, or `default`.
 
         For an index: the value of the record the first matching entry
@@ -119,8 +174,9 @@ class Queryable:
         :param lo: the lowest key (index tuple, for an index) included; a
             bare value means a 1-tuple.
         :param hi: the key at which to stop, excluded unless `include`.
-        :param prefix: only keys that start with this tuple (see the module
-            doc).
+        :param prefix: only keys whose first elements equal this tuple's.
+        :param startswith: as `prefix`, but the last element (a ``str`` or
+            ``bytes``) matches every string starting with it.
         :param reverse: start from the highest key, going down.
         :param include: include `hi` itself.
         :param txn: a :class:`~centidb.txn.Transaction` of the store to
@@ -134,18 +190,92 @@ class Queryable:
         :raises ~centidb.errors.IndexInconsistentError: (an index) if the
             entry points at a missing record.
         """
-        for value in self.values(lo, hi, prefix, reverse, 1, include, txn):
+        for value in self.values(lo, hi, prefix=prefix, startswith=startswith,
+                                 reverse=reverse, max=1, include=include, txn=txn):
             return value
         return default
 
     @query_doc('key')
-    def count(self, lo=None, hi=None, prefix=None, reverse=False, max=None,
-              include=False, txn=None):
+    def count(self, lo: object = None, hi: object = None, *, prefix: object = None,
+              startswith: object = None, reverse: bool = False, max: int | None = None,
+              include: bool = False, txn: Transaction | None = None) -> int:
         """Return how many records (or index entries) match the query.
 
-        For an index, the keys below are index tuples.
+        For an index, the keys below are index tuples. Nothing is decoded:
+        the count costs one pass over the engine keys.
 
         {query}
         :returns: the count, at most `max`.
         """
-        return sum(1 for _ in self._matches(txn, lo, hi, prefix, reverse, max, include))
+        check_query(reverse, max)
+        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
+        return self._txns.run(txn, False, self._count, lo_bytes, hi_bytes, reverse, max)
+
+    def _count(self, txn: Transaction, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
+               reverse: bool, max: int | None) -> int:
+        keys = self._entry_keys(etxn, lo, hi, reverse)
+        if max is not None:
+            keys = itertools.islice(keys, max)
+        n = 0
+        for _ in keys:
+            n += 1
+        return n
+
+    @query_doc('key')
+    def group_counts(self, size: int = 1, lo: object = None, hi: object = None, *,
+                     prefix: object = None, startswith: object = None, reverse: bool = False,
+                     max: int | None = None, include: bool = False,
+                     txn: Transaction | None = None) -> list[tuple[Key, int]]:
+        """Return ``[(group, count), ...]``: matches counted per leading elements.
+
+        A group is the first `size` elements of a key (of an index tuple,
+        for an index); a shorter key is a group of its own. Groups come in
+        key order (reversed with `reverse`). Only the first key of each
+        group is decoded, so this costs about one pass over the engine keys.
+        For example ``index.group_counts()`` counts the entries per first
+        element, like SQL's ``GROUP BY``.
+
+        :param size: how many leading elements make a group (``>= 1``).
+        {query}
+        :returns: a ``list`` of ``(group tuple, count)``; `max` limits the
+            number of groups.
+        :raises ValueError: if `size` is less than 1.
+        """
+        if type(size) is not int:
+            raise TypeError(f'size must be an int, not {type(size).__name__!r}')
+        if size < 1:
+            raise ValueError(f'size must be at least 1, got {size}')
+        check_query(reverse, max)
+        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
+        return self._txns.run(txn, False, self._group_counts, lo_bytes, hi_bytes,
+                              reverse, max, size)
+
+    def _group_counts(self, txn: Transaction, etxn: EngineTransaction, lo: bytes,
+                      hi: bytes | None, reverse: bool, max: int | None,
+                      size: int) -> list[tuple[Key, int]]:
+        groups: list[tuple[Key, int]] = []
+        if max == 0:
+            return groups
+        group: Key | None = None
+        bound = b''         # where the keys of `group` end; set with it
+        n = 0
+        for key_bytes in self._entry_keys(etxn, lo, hi, reverse):
+            if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
+                n += 1
+                continue
+            if group is not None:
+                groups.append((group, n))
+                if len(groups) == max:
+                    return groups
+            group = self._group_of(key_bytes, size)
+            first, past = keylib.prefix_range(group, self.prefix)
+            if reverse:
+                bound = first
+            elif len(group) < size:     # a short key: only itself (and its entries)
+                bound = keylib.after_key(first)
+            else:
+                bound = past  # type: ignore[assignment]  # a non-empty group has one
+            n = 1
+        if group is not None:
+            groups.append((group, n))
+        return groups

@@ -108,8 +108,14 @@ def same_key(a, b):
     return len(a) == len(b) and all(same_element(x, y) for x, y in zip(a, b))
 
 
+def has_prefix(key, prefix):
+    """Reference for ``prefix=`` queries: are `key`'s first elements `prefix`'s?"""
+    return (len(key) >= len(prefix)
+            and all(same_element(x, y) for x, y in zip(key, prefix)))
+
+
 def starts_with(key, prefix):
-    """Reference for prefix queries: does `key` start with `prefix`?
+    """Reference for ``startswith=`` queries: does `key` start with `prefix`?
 
     All prefix elements must equal the key's elements exactly; a str or
     bytes last element (or a Desc of one) also matches longer strings.

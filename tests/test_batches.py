@@ -79,7 +79,8 @@ def test_adjacent_batches_and_straddling_queries(store):
             assert list(coll.keys(lo=lo, hi=hi)) == expected
             assert list(coll.keys(lo=lo, hi=hi, reverse=True)) == expected[::-1]
             assert coll.count(lo=lo, hi=hi) == len(expected)
-    assert [r['k'] for r in coll.indices['tag'].values(prefix='(4')] == [[4]]
+    assert [r['k'] for r in coll.indices['tag'].values(startswith='(4')] == [[4]]
+    assert [r['k'] for r in coll.indices['tag'].values(prefix='(4')] == []
 
 
 def test_empty_range_batches_nothing(store):

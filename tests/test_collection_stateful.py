@@ -22,6 +22,8 @@ from hypothesis.stateful import (
 import centidb
 from centidb import encodings, keylib
 
+import keyorder
+
 # Strings that are prefixes of one another exercise prefix queries.
 KEYS = [(s, n) for s in ('', 'a', 'ab', 'b') for n in (-1, 0, 1)]
 MISSING_KEY = ('a', 7)
@@ -36,6 +38,8 @@ COLL_BOUNDS = [None, (), '', 0, 'a', ('a',), ('a', 0), ('ab', -1), 'b',
                ('b', 1), 'c']
 COLL_PREFIXES = [None, (), '', 'a', ('a',), ('a', 0), ('ab',), 'b', ('b', 1),
                  0]
+COLL_STARTS = [None, '', 'a', ('a',), ('ab',), ('a', 'b')]
+INDEX_STARTS = [None, '', 'x', ('x',), 'y']
 INDEX_BOUNDS = [None, (), '', 'x', ('x',), 'xy', ('y',), -1, 0, (2,), 'z',
                 ('z', 0)]
 INDEX_PREFIXES = [None, (), '', 'x', ('x',), 'y', 0, (2,), 'z']
@@ -84,27 +88,45 @@ def model_entries(model, func):
     return entries
 
 
-def matches(packed, lo, hi, prefix, include):
-    """Whether a packed key (or index tuple) passes the query bounds."""
+def matches(packed, lo, hi, prefix, include, startswith=None, key=None):
+    """Whether a packed key (or index tuple) passes the query bounds.
+
+    `prefix` and `startswith` are checked on the decoded `key` with the
+    reference model in ``keyorder``, not with the codec's ranges.
+    """
     if lo is not None and packed < keylib.packs(as_key(lo)):
         return False
     if hi is not None:
         bound = keylib.packs(as_key(hi))
         if packed > bound or (packed == bound and not include):
             return False
-    if prefix is not None:
-        plo, phi = keylib.prefix_range(as_key(prefix))
-        if packed < plo or (phi is not None and packed >= phi):
-            return False
+    if key is None:
+        key = keylib.unpacks(packed)
+    if prefix is not None and not keyorder.has_prefix(key, as_key(prefix)):
+        return False
+    if startswith is not None and not keyorder.starts_with(key, as_key(startswith)):
+        return False
     return True
 
 
 def apply_query(items, packed_of, sort_key, lo, hi, prefix, reverse, max,
-                include):
+                include, startswith=None):
     chosen = [item for item in items
-              if matches(packed_of(item), lo, hi, prefix, include)]
+              if matches(packed_of(item), lo, hi, prefix, include, startswith)]
     chosen.sort(key=sort_key, reverse=reverse)
     return chosen if max is None else chosen[:max]
+
+
+def group_counts(keys, size):
+    """The model of ``group_counts()``: runs of equal leading elements."""
+    groups = []
+    for key in keys:
+        group = tuple(key[:size])
+        if groups and groups[-1][0] == group:
+            groups[-1] = (group, groups[-1][1] + 1)
+        else:
+            groups.append((group, 1))
+    return groups
 
 
 def entry_order(pair):
@@ -267,10 +289,11 @@ class CollectionMachine(RuleBasedStateMachine):
 
     @rule(lo=st.sampled_from(COLL_BOUNDS), hi=st.sampled_from(COLL_BOUNDS),
           prefix=st.sampled_from(COLL_PREFIXES), reverse=st.booleans(),
-          max=st.sampled_from([None, 0, 1, 3]), include=st.booleans())
-    def query_collection(self, lo, hi, prefix, reverse, max, include):
+          max=st.sampled_from([None, 0, 1, 3]), include=st.booleans(),
+          startswith=st.sampled_from(COLL_STARTS))
+    def query_collection(self, lo, hi, prefix, reverse, max, include, startswith=None):
         query = dict(lo=lo, hi=hi, prefix=prefix, reverse=reverse, max=max,
-                     include=include)
+                     include=include, startswith=startswith)
         expected = apply_query(
             list(self.model.items()), lambda kv: keylib.packs(kv[0]),
             lambda kv: keylib.packs(kv[0]), **query)
@@ -279,6 +302,12 @@ class CollectionMachine(RuleBasedStateMachine):
         assert list(self.coll.values(**query)) == [v for _, v in expected]
         assert self.coll.count(**query) == len(expected)
         unlimited = dict(query, max=None)
+        everything = [k for k, _ in apply_query(
+            list(self.model.items()), lambda kv: keylib.packs(kv[0]),
+            lambda kv: keylib.packs(kv[0]), **unlimited)]
+        for size in (1, 2, 3):
+            groups = group_counts(everything, size)
+            assert self.coll.group_counts(size, **query) == groups[:max], (size, query)
         first = apply_query(
             list(self.model.items()), lambda kv: keylib.packs(kv[0]),
             lambda kv: keylib.packs(kv[0]), **unlimited)[:1]
@@ -288,12 +317,13 @@ class CollectionMachine(RuleBasedStateMachine):
     @rule(which=st.sampled_from(['tags', 'value']),
           lo=st.sampled_from(INDEX_BOUNDS), hi=st.sampled_from(INDEX_BOUNDS),
           prefix=st.sampled_from(INDEX_PREFIXES), reverse=st.booleans(),
-          max=st.sampled_from([None, 0, 1, 3]), include=st.booleans())
-    def query_index(self, which, lo, hi, prefix, reverse, max, include):
+          max=st.sampled_from([None, 0, 1, 3]), include=st.booleans(),
+          startswith=st.sampled_from(INDEX_STARTS))
+    def query_index(self, which, lo, hi, prefix, reverse, max, include, startswith=None):
         index = self.coll.indices[which]
         func = tags_of if which == 'tags' else value_of
         query = dict(lo=lo, hi=hi, prefix=prefix, reverse=reverse, max=max,
-                     include=include)
+                     include=include, startswith=startswith)
         expected = apply_query(
             list(model_entries(self.model, func)),
             lambda pair: keylib.packs(pair[0]), entry_order, **query)
@@ -303,6 +333,10 @@ class CollectionMachine(RuleBasedStateMachine):
         assert list(index.items(**query)) == [(t, self.model[k]) for t, k in expected]
         assert list(index.values(**query)) == [self.model[k] for _, k in expected]
         assert index.count(**query) == len(expected)
+        everything = [t for t, _ in apply_query(
+            list(model_entries(self.model, func)),
+            lambda pair: keylib.packs(pair[0]), entry_order, **dict(query, max=None))]
+        assert index.group_counts(**query) == group_counts(everything, 1)[:max], query
 
     # --- invariant ------------------------------------------------------------------
 

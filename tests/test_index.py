@@ -41,7 +41,8 @@ def test_indexes(store):
                                   (('b',), ('undergrown', 'UNDERGROWN'))]
     assert tags.count() == 3 and tags.count(lo='b') == 2
     assert [t for t, _ in tags.items(hi='b', include=True)] == [('a',), ('b',), ('b',)]
-    assert coll.indices['rev_name'].find(prefix='hc')['name'] == 'birch'
+    assert coll.indices['rev_name'].find(startswith='hc')['name'] == 'birch'
+    assert coll.indices['rev_name'].find(prefix='hc') is None
 
 
 def test_compound_and_none_index_values(store):

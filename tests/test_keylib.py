@@ -233,9 +233,34 @@ def _in_range(data, bounds):
 @example((b'\xff',), (b'\xff\xff',), b'\xff')
 def test_prefix_range_matches_reference(prefix, key, collection_prefix):
     bounds = prefix_range(prefix, collection_prefix)
-    expected = keyorder.starts_with(key, prefix)
+    expected = keyorder.has_prefix(key, prefix)
     assert _in_range(packs(key, collection_prefix), bounds) == expected
     # Index entries (index tuple, record key) obey the same bound.
+    entry = packs([key, ('record', 1)], collection_prefix)
+    assert _in_range(entry, bounds) == expected
+
+
+def _string_last(key):
+    last = key[-1] if key else None
+    inner = last.value if isinstance(last, Desc) else last
+    return isinstance(inner, (str, bytes))
+
+
+@given(strategies.clustered_keys, strategies.clustered_keys, st.binary(max_size=2))
+@example(('ab',), ('ab',), b'')
+@example(('ab',), ('ab', 1), b'')
+@example(('ab',), ('abc', 2), b'')
+@example(('ab',), ('ac',), b'')
+@example((Desc('ab'),), (Desc('abc'),), b'')
+@example((b'\xff',), (b'\xff\xff',), b'\xff')
+def test_startswith_range_matches_reference(prefix, key, collection_prefix):
+    if not _string_last(prefix):
+        with pytest.raises((TypeError, ValueError)):
+            keylib.startswith_range(prefix, collection_prefix)
+        return
+    bounds = keylib.startswith_range(prefix, collection_prefix)
+    expected = keyorder.starts_with(key, prefix)
+    assert _in_range(packs(key, collection_prefix), bounds) == expected
     entry = packs([key, ('record', 1)], collection_prefix)
     assert _in_range(entry, bounds) == expected
 
@@ -243,15 +268,41 @@ def test_prefix_range_matches_reference(prefix, key, collection_prefix):
 @given(strategies.keys, strategies.keys)
 def test_prefix_range_contains_every_extension(prefix, rest):
     assert _in_range(packs(prefix + rest), prefix_range(prefix))
+    if _string_last(prefix):
+        assert _in_range(packs(prefix + rest), keylib.startswith_range(prefix))
 
 
 def test_prefix_range_examples_from_spec():
     bounds = prefix_range('ab')
     assert _in_range(packs(('ab',)), bounds)
     assert _in_range(packs(('ab', 1)), bounds)
+    assert _in_range(packs(('ab', 'c')), bounds)
+    assert not _in_range(packs(('abc', 2)), bounds)
+    assert not _in_range(packs(('ac',)), bounds)
+    assert not _in_range(packs(('aa', 'z')), bounds)
+    assert bounds == (packs('ab'), packs('ab') + b'\x80')
+
+
+def test_startswith_range_examples_from_spec():
+    bounds = keylib.startswith_range('ab')
+    assert _in_range(packs(('ab',)), bounds)
+    assert _in_range(packs(('ab', 1)), bounds)
     assert _in_range(packs(('abc', 2)), bounds)
     assert not _in_range(packs(('ac',)), bounds)
     assert not _in_range(packs(('aa', 'z')), bounds)
+    bounds = keylib.startswith_range((1, b'x'))
+    assert _in_range(packs((1, b'xyz')), bounds)
+    assert not _in_range(packs((1, 'xyz')), bounds)
+    assert not _in_range(packs((2, b'xyz')), bounds)
+
+
+def test_startswith_range_refuses_a_non_string_last_element():
+    with pytest.raises(TypeError, match='startswith'):
+        keylib.startswith_range(('a', 1))
+    with pytest.raises(TypeError, match='startswith'):
+        keylib.startswith_range(Desc(1))
+    with pytest.raises(ValueError, match='startswith'):
+        keylib.startswith_range(())
 
 
 def test_prefix_range_stays_inside_collection_prefix():
@@ -262,7 +313,7 @@ def test_prefix_range_stays_inside_collection_prefix():
 
 def test_prefix_range_of_a_number_excludes_bools_and_floats_with_its_integer_part():
     assert prefix_range(1) == (b'\x1c\x01', b'\x1c\x01\x80')
-    assert prefix_range(Desc(1)) == (b'\x40\xe3\xfe\xff', b'\x40\xe3\xff')
+    assert prefix_range(Desc(1)) == (b'\x40\xe3\xfe\xff', b'\x40\xe3\xfe\xff\x80')
     for number, inside, outside in [
             (1, [(1,), (1, 'x'), (1, None)], [(True,), (1.0,), (1.5,), (2,)]),
             (0, [(0,), (0, b'')], [(False,), (-0.0,), (0.0,), (0.5,), (1,)])]:

@@ -141,8 +141,16 @@ def test_twin_decoder_fuzz_in_subprocess():
                                   Desc(datetime.datetime(1970, 1, 1)), Desc(None),
                                   Desc(b'\xff'), Desc(''), Desc(2 ** 64)])
 @pytest.mark.parametrize('collection', [b'', b'\xff', b'c\xff\xff'])
-def test_prefix_range_of_desc_with_ff_heavy_inverted_encoding(last, collection):
-    lo, hi = keylib.prefix_range(('k', last), collection)
+@pytest.mark.parametrize('kind', ['prefix', 'startswith'])
+def test_prefix_range_of_desc_with_ff_heavy_inverted_encoding(last, collection, kind):
+    if kind == 'startswith':
+        if not isinstance(last.value, (str, bytes)):
+            return
+        lo, hi = keylib.startswith_range(('k', last), collection)
+        matches = keyorder.starts_with
+    else:
+        lo, hi = keylib.prefix_range(('k', last), collection)
+        matches = keyorder.has_prefix
     nxt = keylib.next_prefix(collection)
     assert lo.startswith(collection) and (nxt is None or hi <= nxt)
     inside = [('k', last), ('k', last, None), ('k', last, Desc(0)), ('k', last, 'z' * 50)]
@@ -151,7 +159,7 @@ def test_prefix_range_of_desc_with_ff_heavy_inverted_encoding(last, collection):
     for key in inside:
         assert lo <= keylib.packs(key, collection) < hi
     for key in outside:
-        if keyorder.starts_with(key, ('k', last)):
+        if matches(key, ('k', last)):
             continue
         data = keylib.packs(key, collection)
         assert not (lo <= data and (hi is None or data < hi)), key

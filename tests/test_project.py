@@ -44,4 +44,5 @@ def test_readme_example_runs(tmp_path, capsys):
     example = example.replace('/tmp/example.lmdb', str(tmp_path / 'example.lmdb'))
     exec(compile(example, 'README.md', 'exec'), {})
     printed = capsys.readouterr().out.splitlines()
-    assert printed[1:] == ["[('smith', 'ann')]", 'dee', "[(('ops',), ('smith', 'ann'))]"]
+    assert printed[1:] == ["[('smith', 'ann')]", '1 False', 'True Bath', 'dee',
+                           "[(('ops',), ('smith', 'ann'))]"]

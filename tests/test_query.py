@@ -21,15 +21,19 @@ def test_query_parameters(store):
     assert list(coll.keys(lo='b')) == keys[1:]
     assert list(coll.keys(hi='birch')) == keys[:1]
     assert list(coll.keys(hi=('birch', 'LONDON'), include=True)) == keys[:2]
-    assert list(coll.keys(prefix='ce')) == [('cedar', 'PARIS')]
+    assert list(coll.keys(startswith='ce')) == [('cedar', 'PARIS')]
+    assert list(coll.keys(prefix='ce')) == []
+    assert list(coll.keys(prefix='cedar')) == [('cedar', 'PARIS')]
+    assert list(coll.keys(startswith=('cedar', 'PA'))) == [('cedar', 'PARIS')]
     assert list(coll.keys(prefix=('ash', 'LONDON'))) == [('ash', 'LONDON')]
     assert list(coll.keys(max=2, reverse=True)) == keys[::-1][:2]
     assert list(coll.keys(max=0)) == []
     assert coll.count(lo='b', hi='c') == 1
-    assert coll.find(prefix='b')['name'] == 'birch'
+    assert coll.find(startswith='b')['name'] == 'birch'
+    assert coll.find(prefix='b') is None
     assert coll.find(prefix='zzz', default='none') == 'none'
     assert [k for k, _ in coll.items(lo='a', hi='b')] == [('ash', 'LONDON')]
-    assert [v['name'] for v in coll.values(prefix='u')] == ['undergrown']
+    assert [v['name'] for v in coll.values(startswith='u')] == ['undergrown']
 
 
 def test_falsy_bounds_are_real_bounds(store):
@@ -44,7 +48,8 @@ def test_falsy_bounds_are_real_bounds(store):
         texts.put(t)
     assert list(texts.keys(lo='')) == [('',), ('a',), ('b',)]
     assert list(texts.keys(hi='')) == []
-    assert list(texts.keys(prefix='')) == [('',), ('a',), ('b',)]
+    assert list(texts.keys(startswith='')) == [('',), ('a',), ('b',)]
+    assert list(texts.keys(prefix='')) == [('',)]
 
 
 @pytest.mark.parametrize('max,error', [(-1, ValueError), ('x', TypeError),

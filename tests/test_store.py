@@ -17,7 +17,9 @@ from centidb.errors import EngineClosedError, StoreFormatError
 from stores import ENGINE_NAMES, by_id, contents, fails_cleanly, tag_of
 
 
-def test_published_example_runs_unchanged(tmp_path):
+def test_published_example_runs_with_startswith(tmp_path):
+    # The 2013 example's prefix='nworg' matched part of a string; that is
+    # spelled startswith= since prefix= matches whole elements.
     store = centidb.open('PlyvelEngine', name=str(tmp_path / 'test.ldb'),
                          create_if_missing=True)
     encoder = centidb.encodings.make_msgpack_encoder()
@@ -29,7 +31,7 @@ def test_published_example_runs_unchanged(tmp_path):
                    blind=True)
     assert rec.key == ('undergrown', 'UNDERGROWN')
     assert coll.get(('undergrown', 'UNDERGROWN'))['stub'] == '...'
-    found = list(coll.indices['rev_name'].values(prefix='nworg'))
+    found = list(coll.indices['rev_name'].values(startswith='nworg'))
     assert [p['name'] for p in found] == ['undergrown']
     store.close()
 
