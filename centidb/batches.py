@@ -22,9 +22,15 @@ and member values of at most 4 GiB - 1 bytes; asking for more raises
 ``ValueError``.
 """
 
+from __future__ import annotations
+
 import struct
+from typing import Callable, Sequence, Tuple
 
 from centidb import keylib
+from centidb.encodings import Packer
+from centidb.engines import EngineTransaction
+from centidb.engines.base import Item, ItemIterator
 from centidb.errors import CentiError, CorruptRecordError
 from centidb.keyformat import KEY_SEP
 
@@ -45,8 +51,12 @@ _COUNT = struct.Struct('>H')
 _SIZES = struct.Struct('>HI')
 _SEP = bytes([KEY_SEP])
 
+# A batch member, or a record being batched: (packed key without the
+# collection prefix, encoded value).
+_Member = Tuple[bytes, bytes]
 
-def check_limits(max_recs, max_bytes):
+
+def check_limits(max_recs: int | None, max_bytes: int | None) -> None:
     """Check the `max_recs` and `max_bytes` arguments of ``Collection.batch()``.
 
     :param max_recs: ``None``, or the most records in one batch.
@@ -66,7 +76,7 @@ def check_limits(max_recs, max_bytes):
                              f'can hold: 1 to {limit}')
 
 
-def is_batch(value):
+def is_batch(value: bytes) -> bool:
     """Return True if a stored value is a batch (not a plain record).
 
     :param value: a stored value (non-empty ``bytes``).
@@ -74,7 +84,7 @@ def is_batch(value):
     return value[0] & BATCH_FLAG != 0
 
 
-def batch_key(prefix, members):
+def batch_key(prefix: bytes, members: Sequence[_Member]) -> bytes:
     """Return the physical key of a batch.
 
     :param prefix: the collection's prefix (``bytes``).
@@ -85,7 +95,7 @@ def batch_key(prefix, members):
     return prefix + members[-1][0] + _SEP + members[0][0]
 
 
-def encode_batch(packer_id, packer, members):
+def encode_batch(packer_id: int, packer: Packer, members: Sequence[_Member]) -> bytes:
     """Return the stored value of a batch of ``(packed key, encoded value)``.
 
     :param packer_id: the store's id for `packer` (below ``0x80``).
@@ -111,7 +121,7 @@ def encode_batch(packer_id, packer, members):
             + packer.encode(payload))
 
 
-def batch_packer_id(value):
+def batch_packer_id(value: bytes) -> int:
     """Return the id of the packer that compressed a stored batch.
 
     :param value: a stored batch (see :func:`is_batch`).
@@ -119,7 +129,7 @@ def batch_packer_id(value):
     return value[0] & ~BATCH_FLAG
 
 
-def decode_batch(value, packer, coll_name):
+def decode_batch(value: bytes, packer: Packer, coll_name: str) -> list[_Member]:
     """Return the ``(packed key, encoded value)`` members of a stored batch.
 
     :param value: the stored batch.
@@ -174,7 +184,8 @@ class BatchView:
     :param max_key_size: the engine's longest key, or ``None``.
     """
 
-    def __init__(self, prefix, name, plain_header, packer_of, max_key_size):
+    def __init__(self, prefix: bytes, name: str, plain_header: bytes,
+                 packer_of: Callable[[int], Packer], max_key_size: int | None) -> None:
         self.prefix = prefix
         self.name = name
         self.plain_header = plain_header
@@ -184,7 +195,7 @@ class BatchView:
 
     # --- members -----------------------------------------------------------------
 
-    def is_batch(self, key_bytes, stored):
+    def is_batch(self, key_bytes: bytes, stored: bytes) -> bool:
         """True if `stored` is a batch, False if a plain record.
 
         :param key_bytes: its engine key, for the error.
@@ -197,21 +208,21 @@ class BatchView:
             raise CorruptRecordError(f'collection {self.name!r}: the value stored under '
                                      f'{bytes(key_bytes)!r} is empty') from None
 
-    def encoded(self, stored):
+    def encoded(self, stored: bytes) -> bytes:
         """The encoder's bytes of a plain stored value (its packer undone).
 
         :param stored: a stored plain record.
         """
         return self.packer_of(stored[0]).decode(stored[1:])
 
-    def encoded_members(self, stored):
+    def encoded_members(self, stored: bytes) -> list[_Member]:
         """A stored batch's members: ``(packed key without prefix, encoded value)``.
 
         :param stored: a stored batch.
         """
         return decode_batch(stored, self.packer_of(batch_packer_id(stored)), self.name)
 
-    def members(self, stored):
+    def members(self, stored: bytes) -> list[Item]:
         """A stored batch's members as ``(key bytes, stored value)``, like plain records.
 
         :param stored: a stored batch.
@@ -221,7 +232,7 @@ class BatchView:
 
     # --- reading -------------------------------------------------------------------
 
-    def get(self, etxn, key_bytes):
+    def get(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         """The stored value of a record, plain or inside a batch, or None.
 
         :param etxn: the :class:`~centidb.engines.EngineTransaction`.
@@ -240,7 +251,7 @@ class BatchView:
                     return member_stored
         return None
 
-    def items(self, etxn, lo, hi, reverse):
+    def items(self, etxn: EngineTransaction, lo: bytes, hi: bytes, reverse: bool) -> ItemIterator:
         """Iterate ``(key bytes, stored)`` in [lo, hi), batch members expanded.
 
         A batch's members are decoded once; if the transaction writes while
@@ -256,7 +267,7 @@ class BatchView:
             return self._reverse(etxn, lo, hi)
         return self._forward(etxn, lo, hi)
 
-    def _forward(self, etxn, lo, hi):
+    def _forward(self, etxn: EngineTransaction, lo: bytes, hi: bytes) -> ItemIterator:
         start = lo
         while True:
             writes = etxn.writes
@@ -287,7 +298,7 @@ class BatchView:
             if not restart:
                 return
 
-    def _reverse(self, etxn, lo, hi):
+    def _reverse(self, etxn: EngineTransaction, lo: bytes, hi: bytes) -> ItemIterator:
         while True:
             writes = etxn.writes
             restart = False
@@ -319,7 +330,7 @@ class BatchView:
             if not restart:
                 return
 
-    def _straddling(self, etxn, lo, hi):
+    def _straddling(self, etxn: EngineTransaction, lo: bytes, hi: bytes) -> list[Item]:
         """Members below `hi` (and from `lo`) of the batch sitting at or after hi."""
         found = etxn.first(hi, self.end)
         if found is not None and self.is_batch(*found):
@@ -328,7 +339,9 @@ class BatchView:
 
     # --- writing -------------------------------------------------------------------
 
-    def batch(self, etxn, lo, hi, max_recs, max_bytes, packer_id, packer):
+    def batch(self, etxn: EngineTransaction, lo: bytes, hi: bytes, max_recs: int,
+              max_bytes: int | None, packer_id: int,
+              packer: Packer) -> tuple[int, int, bytes | None]:
         """Rewrite the records in [lo, hi) as batches; see ``Collection.batch()``.
 
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
@@ -344,8 +357,10 @@ class BatchView:
         records, physical = self._collect(etxn, lo, hi)
         # Build every new physical record before changing anything, so a
         # failure leaves the transaction as it was.
-        writes, made = [], 0
-        run, run_bytes = [], 0
+        writes: list[Item] = []
+        made = 0
+        run: list[_Member] = []
+        run_bytes = 0
         for member in records:
             size = len(member[0]) + len(member[1])
             if len(member[0]) > MAX_KEY_BYTES:
@@ -367,7 +382,8 @@ class BatchView:
             etxn.put(key_bytes, value)
         return len(records), made, (records[-1][0] if records else None)
 
-    def _collect(self, etxn, lo, hi):
+    def _collect(self, etxn: EngineTransaction, lo: bytes,
+                 hi: bytes) -> tuple[list[_Member], list[bytes]]:
         """Records in range (whole batches at the ends) and their physical keys.
 
         Records are ``(packed key without prefix, encoded value)`` pairs.
@@ -390,7 +406,8 @@ class BatchView:
                 physical.append(key_bytes)
         return records, physical
 
-    def _add_run(self, writes, run, packer_id, packer, plain_single=False):
+    def _add_run(self, writes: list[Item], run: list[_Member], packer_id: int,
+                 packer: Packer, plain_single: bool = False) -> int:
         """Append the physical records of `run` to `writes`; 1 if a batch."""
         if not run:
             return 0
@@ -404,7 +421,7 @@ class BatchView:
         writes.extend((self.prefix + key, self.plain_header + value) for key, value in run)
         return 0
 
-    def _covering(self, etxn, key_bytes):
+    def _covering(self, etxn: EngineTransaction, key_bytes: bytes) -> Item | None:
         """The batch whose key range holds `key_bytes`: (physical key, stored) or None."""
         found = etxn.first(key_bytes, self.end)
         if found is not None and self.is_batch(*found):
@@ -413,7 +430,8 @@ class BatchView:
                 return found
         return None
 
-    def split(self, etxn, key_bytes, rejoin=False):
+    def split(self, etxn: EngineTransaction, key_bytes: bytes,
+              rejoin: bool = False) -> bytes | None:
         """Take `key_bytes` out of the batch covering it; return its stored value.
 
         The members below and above the key are written back as two batches
@@ -441,7 +459,7 @@ class BatchView:
                 above.append(member)
             else:
                 old = self.plain_header + member[1]
-        writes = []
+        writes: list[Item] = []
         if rejoin:
             self._add_run(writes, below + above, packer_id, packer, plain_single=True)
         else:

@@ -15,18 +15,23 @@ every twinned name is looked up here and nowhere else. :data:`IMPL` names the
 active implementation (``'speedups'`` or ``'python'``).
 """
 
+from __future__ import annotations
+
 import os
 import types
 import warnings
+from typing import Callable, TypeVar
 
 __all__ = ['IMPL', 'COMPILED', 'choose', 'compiled_module']
 
+_Twinned = TypeVar('_Twinned', bound=Callable[..., object])
 
-def _env_flag(name):
+
+def _env_flag(name: str) -> bool:
     return os.environ.get(name, '').strip() not in ('', '0')
 
 
-def compiled_module():
+def compiled_module() -> types.ModuleType | None:
     """Return the compiled module ``centidb._speedups``, or None if not built.
 
     It is returned even when ``CENTIDB_NO_SPEEDUPS`` keeps it inactive: for
@@ -39,7 +44,7 @@ def compiled_module():
     return _speedups
 
 
-def _load():
+def _load() -> types.ModuleType | None:
     """Return the compiled module if it is to be active, else None."""
     if _env_flag('CENTIDB_NO_SPEEDUPS'):
         if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
@@ -70,7 +75,7 @@ COMPILED = _load()
 IMPL = 'python' if COMPILED is None else 'speedups'
 
 
-def choose(pure):
+def choose(pure: _Twinned) -> _Twinned:
     """Return the active implementation of the pure function or class `pure`.
 
     The compiled twin of the same name when :data:`COMPILED` is active, with
@@ -87,7 +92,7 @@ def choose(pure):
     if name not in COMPILED.TWINS:
         raise LookupError(f'centidb._speedups has no twin of {name!r}; rebuild it '
                           f'from this source tree')
-    twin = getattr(COMPILED, name)
+    twin: _Twinned = getattr(COMPILED, name)
     if not isinstance(twin, type):
         try:
             twin.__doc__ = pure.__doc__

@@ -16,6 +16,15 @@ Layout rules (the full table with exact bytes is in ``docs/format.rst``):
   every tag, so a key sorts before every longer key that extends it.
 """
 
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+#: The type of a key: a tuple of elements (``Tuple[Any, ...]``), as
+#: :func:`~centidb.keylib.unpacks` returns it. Exported as
+#: ``centidb.keylib.Key`` too.
+Key = Tuple[Any, ...]
+
 #: Separates keys in a packed list of keys (for example index tuple + record key).
 KEY_SEP = 0x01
 
@@ -93,28 +102,31 @@ class Desc:
 
     __slots__ = ('value',)
 
-    def __init__(self, value):
+    def __init__(self, value: Any) -> None:
         if isinstance(value, Desc):
             raise TypeError('Desc cannot wrap another Desc')
         self.value = value
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'Desc({self.value!r})'
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if isinstance(other, Desc):
-            return self.value == other.value
+            result: bool = self.value == other.value
+            return result
         return NotImplemented
 
-    def __lt__(self, other):
+    def __lt__(self, other: object) -> bool:
         if isinstance(other, Desc):
-            return other.value < self.value
+            result: bool = other.value < self.value
+            return result
         return NotImplemented
 
-    def __gt__(self, other):
+    def __gt__(self, other: object) -> bool:
         if isinstance(other, Desc):
-            return other.value > self.value
+            result: bool = other.value > self.value
+            return result
         return NotImplemented
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash((Desc, self.value))

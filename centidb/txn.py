@@ -14,14 +14,22 @@ thread raises :class:`~centidb.errors.TransactionError`.
 This layer knows engines only; it never calls the collection layer above.
 """
 
+from __future__ import annotations
+
 import contextlib
 import itertools
 import threading
 import weakref
+from types import TracebackType
+from typing import Any, Callable, Generator, Iterator, Literal, TypeVar
 
+from centidb.engines import Engine, EngineTransaction
 from centidb.errors import EngineClosedError, TransactionError
 
 __all__ = ['Transaction', 'TxnManager']
+
+_R = TypeVar('_R')
+_T = TypeVar('_T')
 
 
 class Transaction:
@@ -39,30 +47,31 @@ class Transaction:
 
     __slots__ = ('manager', 'write', 'engine_txn', 'undo', '__weakref__')
 
-    def __init__(self, manager, write, engine_txn):
+    def __init__(self, manager: TxnManager, write: bool,
+                 engine_txn: EngineTransaction | None) -> None:
         self.manager = manager
         self.write = write
         self.engine_txn = engine_txn
         #: Callables that forget, in this process, what the transaction
         #: created (collections, indexes, encoder ids), run if it aborts or
         #: fails to commit, last first.
-        self.undo = []
+        self.undo: list[Callable[[], object]] = []
 
     @property
-    def store(self):
+    def store(self) -> Any:
         """The store this transaction belongs to."""
         return self.manager.owner
 
     @property
-    def raw(self):
+    def raw(self) -> EngineTransaction | None:
         """Alias of :attr:`engine_txn` (the older name)."""
         return self.engine_txn
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         state = 'open' if self.engine_txn is not None else 'ended'
         return f"<Transaction {'write' if self.write else 'read'} {state}>"
 
-    def _end(self, committed=False):
+    def _end(self, committed: bool = False) -> None:
         self.engine_txn = None
         undo, self.undo = self.undo, []
         if self.write:
@@ -71,7 +80,7 @@ class Transaction:
             for func in reversed(undo):
                 func()
 
-    def commit(self):
+    def commit(self) -> None:
         """Make the writes permanent and end the transaction.
 
         The transaction ends even if committing fails.
@@ -90,7 +99,7 @@ class Transaction:
             raise
         self._end(committed=True)
 
-    def abort(self):
+    def abort(self) -> None:
         """Discard the writes and end the transaction (no-op if ended)."""
         if self.engine_txn is None:
             return
@@ -99,10 +108,11 @@ class Transaction:
         finally:
             self._end()
 
-    def __enter__(self):
+    def __enter__(self) -> Transaction:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         if self.engine_txn is None:     # committed or aborted inside the block
             return False
         if exc_type is None:
@@ -122,19 +132,20 @@ class TxnManager:
         date); if it raises, the transaction is aborted.
     """
 
-    def __init__(self, engine, owner, on_write=None):
+    def __init__(self, engine: Engine, owner: Any,
+                 on_write: Callable[[EngineTransaction], object] | None = None) -> None:
         self.engine = engine
         self.owner = owner
         self.on_write = on_write
         self.closed = False
-        self._local = threading.local()
+        self._local = threading.local()   # .txn: a weakref to the thread's writer
 
-    def check_open(self):
+    def check_open(self) -> None:
         """Raise :class:`~centidb.errors.EngineClosedError` once closed."""
         if self.closed:
             raise EngineClosedError('this store is closed; open it again to use it')
 
-    def begin(self, write=False):
+    def begin(self, write: bool = False) -> Transaction:
         """Start a :class:`Transaction`; see :meth:`centidb.store.Store.begin`.
 
         :param write: True for a write transaction.
@@ -160,16 +171,16 @@ class TxnManager:
             self._local.txn = weakref.ref(txn)
         return txn
 
-    def _forget(self, txn):
+    def _forget(self, txn: Transaction) -> None:
         ref = getattr(self._local, 'txn', None)
         if ref is not None and ref() is txn:
             self._local.txn = None
 
-    def current_write(self):
+    def current_write(self) -> Transaction | None:
         """The write :class:`Transaction` this thread has open, or None."""
         if self.closed:
             self.check_open()
-        ref = getattr(self._local, 'txn', None)
+        ref: weakref.ref[Transaction] | None = getattr(self._local, 'txn', None)
         if ref is None:
             return None
         txn = ref()
@@ -179,7 +190,7 @@ class TxnManager:
         return txn
 
     @contextlib.contextmanager
-    def writing(self):
+    def writing(self) -> Iterator[Transaction]:
         """Run a block in the thread's write transaction, or in one of its own.
 
         Yields the :class:`Transaction`: the one this thread has open (the
@@ -193,7 +204,7 @@ class TxnManager:
         with self.begin(True) as txn:
             yield txn
 
-    def engine_txn(self, txn, write):
+    def engine_txn(self, txn: Transaction, write: bool) -> EngineTransaction:
         """Return the engine transaction of `txn`, checking it fits.
 
         :param txn: a :class:`Transaction` of this manager.
@@ -213,7 +224,8 @@ class TxnManager:
                 'cannot write in a read-only transaction; use begin(write=True)')
         return etxn
 
-    def run(self, txn, write, func, *args):
+    def run(self, txn: Transaction | None, write: bool,
+            func: Callable[..., _R], *args: Any) -> _R:
         """Call ``func(txn, engine_txn, *args)`` in the right transaction.
 
         `txn` if given; else the thread's open write transaction; else a
@@ -239,7 +251,10 @@ class TxnManager:
                 return result
         return func(txn, self.engine_txn(txn, write), *args)
 
-    def iterate(self, txn, lo, hi, reverse, max, source):
+    def iterate(self, txn: Transaction | None, lo: bytes | None, hi: bytes | None,
+                reverse: bool, max: int | None,
+                source: Callable[[EngineTransaction, bytes | None, bytes | None, bool],
+                                 Iterator[_T]]) -> Generator[_T, None, None]:
         """Iterate ``source(engine_txn, lo, hi, reverse)`` within a transaction.
 
         The transaction is chosen now, as for :meth:`run`; a read
@@ -258,17 +273,21 @@ class TxnManager:
         else:
             current = self.current_write()
             if current is not None:
-                etxn, own = current.engine_txn, None
+                # current_write() returns an open transaction: engine_txn is set.
+                etxn, own = current.engine_txn, None  # type: ignore[assignment]
             else:
                 etxn = own = self.engine.begin()
         return _iterate(etxn, own, lo, hi, reverse, max, source)
 
-    def close(self):
+    def close(self) -> None:
         """Refuse every later transaction (the engine is closed by its owner)."""
         self.closed = True
 
 
-def _iterate(etxn, own, lo, hi, reverse, max, source):
+def _iterate(etxn: EngineTransaction, own: EngineTransaction | None, lo: bytes | None,
+             hi: bytes | None, reverse: bool, max: int | None,
+             source: Callable[[EngineTransaction, bytes | None, bytes | None, bool],
+                              Iterator[_T]]) -> Generator[_T, None, None]:
     try:
         items = source(etxn, lo, hi, reverse)
         if max is not None:

@@ -7,10 +7,15 @@ prefixes no collection or index owns. The metadata itself is checked by
 :func:`centidb.catalog.check`.
 """
 
-from typing import NamedTuple, Optional
+from __future__ import annotations
+
+from typing import AbstractSet, Mapping, NamedTuple, Optional
 
 from centidb import batches, keylib
+from centidb.collection import Collection
+from centidb.engines import EngineTransaction
 from centidb.errors import CentiError, CorruptKeyError
+from centidb.keylib import Key
 from centidb.records import ENTRY_SEP, index_entries
 
 __all__ = ['Problem', 'check_collection', 'find_orphans']
@@ -27,21 +32,22 @@ class Problem(NamedTuple):
     #: What is wrong.
     message: str
 
-    def __str__(self):
+    def __str__(self) -> str:
         where = 'store' if self.collection is None else f'collection {self.collection!r}'
         if self.key is not None:
             where += f', key {self.key!r}'
         return f'{where}: {self.message}'
 
 
-def _key_of(key_bytes, prefix):
+def _key_of(key_bytes: bytes, prefix: bytes) -> Key | bytes:
     try:
         return keylib.unpacks(key_bytes, prefix)
     except CorruptKeyError:
         return bytes(key_bytes)
 
 
-def _records(etxn, coll, problems):
+def _records(etxn: EngineTransaction, coll: Collection,
+             problems: list[Problem]) -> dict[bytes, bytes | None]:
     """``{engine key: stored value}`` of every record, batch members expanded.
 
     An empty stored value is reported here and kept as None.
@@ -49,9 +55,9 @@ def _records(etxn, coll, problems):
     records = coll.records
     view = records.view
     prefix = coll.prefix
-    found = {}
+    found: dict[bytes, bytes | None] = {}
 
-    def bad(key_bytes, message):
+    def bad(key_bytes: bytes, message: str) -> None:
         problems.append(Problem(coll.name, _key_of(key_bytes, prefix), message))
 
     for key_bytes, stored in etxn.items(prefix, view.end):
@@ -84,7 +90,8 @@ def _records(etxn, coll, problems):
     return found
 
 
-def check_collection(etxn, coll, index_ids, counter):
+def check_collection(etxn: EngineTransaction, coll: Collection, index_ids: Mapping[str, int],
+                     counter: int | None) -> list[Problem]:
     """Check one collection's records and index entries.
 
     :param etxn: a read :class:`~centidb.engines.EngineTransaction`.
@@ -96,7 +103,7 @@ def check_collection(etxn, coll, index_ids, counter):
     :param counter: the value of its counter, or None if it has none.
     :returns: a list of :class:`Problem`.
     """
-    problems = []
+    problems: list[Problem] = []
     records = coll.records
     prefix = coll.prefix
     stored = _records(etxn, coll, problems)
@@ -122,8 +129,10 @@ def check_collection(etxn, coll, index_ids, counter):
     return problems
 
 
-def _check_index(etxn, coll, name, index_id, stored, values):
-    problems = []
+def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id: int,
+                 stored: Mapping[bytes, bytes | None],
+                 values: Mapping[bytes, object]) -> list[Problem]:
+    problems: list[Problem] = []
     index_prefix = keylib.packs(index_id)
     entries = set()
     lo, hi = keylib.prefix_range((), index_prefix)
@@ -170,14 +179,14 @@ def _check_index(etxn, coll, name, index_id, stored, values):
     return problems
 
 
-def find_orphans(etxn, owned):
+def find_orphans(etxn: EngineTransaction, owned: AbstractSet[int]) -> list[Problem]:
     """Report engine keys under prefix ids that nothing owns.
 
     :param etxn: a read :class:`~centidb.engines.EngineTransaction`.
     :param owned: the prefix ids of every collection and index.
     :returns: a list of :class:`Problem`.
     """
-    problems = []
+    problems: list[Problem] = []
     position = keylib.next_prefix(keylib.packs(0))
     while True:
         found = etxn.first(position)

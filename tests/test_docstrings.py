@@ -194,7 +194,8 @@ def test_public_constants_have_doc_comments(module):
         names = set(keyformat.FORMAT_CONSTANTS) | {'FORMAT_CONSTANTS'}
     undocumented = []
     for name in names:
-        pattern = re.compile(rf'^\s*(?:\w+, )*{name}(?:, \w+)* = ')
+        # NAME = ..., or annotated: NAME: type = ...
+        pattern = re.compile(rf'^\s*(?:\w+, )*{name}(?:, \w+)*(?:: [^=]+)? = ')
         index = next((i for i, line in enumerate(lines) if pattern.match(line)), None)
         assert index is not None, f'{module.__name__}.{name} is not assigned'
         comment = index - 1

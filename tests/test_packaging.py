@@ -22,7 +22,7 @@ def source_copy(tmp_path):
         copy = tmp_path / os.path.relpath(directory, ROOT)
         copy.mkdir()
         for name in names:
-            if name.endswith(('.py', '.pyx', '.pxi')):
+            if name.endswith(('.py', '.pyx', '.pxi', '.pyi')) or name == 'py.typed':
                 shutil.copy(os.path.join(directory, name), copy)
     return tmp_path
 
@@ -68,3 +68,18 @@ def test_failed_compile_is_an_error_when_speedups_required(source_copy):
         env=dict(clean_environ(), CENTIDB_REQUIRE_SPEEDUPS='1'))
     assert check.returncode != 0
     assert 'cannot be imported' in check.stderr
+
+
+def test_built_package_ships_its_types(source_copy):
+    """py.typed (PEP 561) and the compiled twin's stub are package data.
+
+    ``build_py`` lays out the pure part of a wheel: what it copies is what
+    an install holds besides the extension.
+    """
+    result = subprocess.run(
+        [sys.executable, 'setup.py', 'build_py', '-d', 'typed-build'], cwd=source_copy,
+        env=dict(clean_environ(), CC='false'), capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    built = source_copy / 'typed-build' / 'centidb'
+    assert (built / 'py.typed').is_file()
+    assert (built / '_speedups.pyi').is_file()

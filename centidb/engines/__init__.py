@@ -65,6 +65,8 @@ callables, unchecked, while they are not ``None`` (see
 nothing but speed.
 """
 
+from __future__ import annotations
+
 from centidb.engines import lmdb, writelog
 from centidb.engines.base import Engine, EngineTransaction, Transaction
 from centidb.engines.leveldb import PlyvelEngine
@@ -100,7 +102,8 @@ __all__ = [
 # Autodoc documents a constant where its ``#:`` comment is: these two are
 # re-exported by assignment so that the API reference lists them here.
 
-#: Default LMDB map size, 64 MiB (defined in ``centidb.engines.lmdb``).
+#: Default LMDB map size: 64 GiB on 64-bit Linux and Unix, 64 MiB on 32-bit,
+#: Windows and macOS (defined in ``centidb.engines.lmdb``).
 DEFAULT_MAP_SIZE = lmdb.DEFAULT_MAP_SIZE
 
 #: Marks a key deleted in a pending-writes overlay (see :func:`merge_overlay`;
@@ -109,7 +112,7 @@ TOMBSTONE = writelog.TOMBSTONE
 
 #: Storage engines by name. ``'ListEngine'``, the old name of
 #: :class:`MemoryEngine`, names the same class.
-ENGINES = {
+ENGINES: dict[str, type[Engine]] = {
     'ListEngine': ListEngine,
     'MemoryEngine': MemoryEngine,
     'PlyvelEngine': PlyvelEngine,
@@ -117,7 +120,7 @@ ENGINES = {
 }
 
 
-def get_engine_class(name_or_class):
+def get_engine_class(name_or_class: str | type[Engine]) -> type[Engine]:
     """Return the engine class named `name_or_class` (see :data:`ENGINES`).
 
     :param name_or_class: a name in :data:`ENGINES`, or an :class:`Engine`

@@ -7,10 +7,14 @@ opened. The interface they implement is described in
 :mod:`centidb.engines`.
 """
 
+from __future__ import annotations
+
 import os
 import stat
 import threading
 import weakref
+from types import TracebackType
+from typing import Any, Callable, Generator, Iterator, Literal, Mapping, NoReturn, Tuple, TypeVar
 
 from centidb.errors import (
     DatabaseNotFoundError,
@@ -20,7 +24,18 @@ from centidb.errors import (
     TransactionError,
 )
 
-__all__ = ['Engine', 'EngineTransaction', 'Transaction']
+__all__ = ['Engine', 'EngineTransaction', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator']
+
+# Type aliases, for annotations (evaluated at import: typing's spelling).
+#: A ``(key, value)`` pair of ``bytes``, as ``items()`` yields it.
+Item = Tuple[bytes, bytes]
+#: What ``items()`` returns: a generator of :data:`Item`; ``close()`` ends it.
+ItemIterator = Generator[Item, None, None]
+#: What ``keys()`` returns: a generator of keys; ``close()`` ends it.
+KeyIterator = Generator[bytes, None, None]
+
+_T = TypeVar('_T')
+_Self = TypeVar('_Self')
 
 # Transaction states, as reported by EngineTransaction.state.
 _OPEN = 'open'
@@ -29,18 +44,18 @@ _ABORTED = 'aborted'
 _CLOSED = 'closed'  # the engine was closed while the transaction was open
 
 
-def _not_bytes(name, value):
+def _not_bytes(name: str, value: object) -> NoReturn:
     raise TypeError(f'{name} must be bytes, not {type(value).__name__}')
 
 
-def _bad_key(key):
+def _bad_key(key: object) -> NoReturn:
     """Raise the error for a key that is not non-empty bytes."""
     if type(key) is not bytes:
         _not_bytes('key', key)
     raise ValueError('key must not be empty: engines store non-empty keys only')
 
 
-def _file_on_path(path):
+def _file_on_path(path: str) -> str | None:
     """The first existing one of ``path`` and its parents, if not a directory."""
     path = os.path.abspath(path)
     while not os.path.lexists(path):
@@ -51,13 +66,13 @@ def _file_on_path(path):
     return None if os.path.isdir(path) else path
 
 
-def _missing_parent(path):
+def _missing_parent(path: str) -> str | None:
     """The parent directory of ``path`` if it does not exist, else None."""
     parent = os.path.dirname(os.path.abspath(path))
     return None if os.path.isdir(parent) else parent
 
 
-def _make_directories(path, what):
+def _make_directories(path: str, what: str) -> None:
     """``os.makedirs(path)``, raising a DatabasePathError that says why not."""
     try:
         os.makedirs(path, exist_ok=True)
@@ -76,7 +91,9 @@ def _make_directories(path, what):
         ) from exc
 
 
-def _prepare_directory(path, *, what, create, marker, own_name, others):
+def _prepare_directory(path: str, *, what: str, create: bool, marker: str,
+                       own_name: Callable[[str], object],
+                       others: Mapping[str, tuple[str, str]]) -> bool:
     """Check that ``path`` is a directory holding a ``what`` database.
 
     Before a disk engine opens ``path``, this turns every wrong path into
@@ -158,7 +175,7 @@ def _prepare_directory(path, *, what, create, marker, own_name, others):
     return False
 
 
-def _check_bounds(lo, hi):
+def _check_bounds(lo: bytes | None, hi: bytes | None) -> None:
     if lo is not None and type(lo) is not bytes:
         _not_bytes('lo', lo)
     if hi is not None and type(hi) is not bytes:
@@ -183,7 +200,7 @@ class EngineTransaction:
     :param write: True if it may write.
     """
 
-    def __init__(self, engine, write):
+    def __init__(self, engine: Engine, write: bool) -> None:
         self.engine = engine
         self.write = bool(write)
         #: Counts puts and deletes: iterators that cache anything compare
@@ -193,45 +210,45 @@ class EngineTransaction:
         #: callers that pass non-empty bytes keys no longer than the engine's
         #: ``max_key_size``; ``None`` when :meth:`get` must be used. Engines
         #: set it while it is valid and reset it when the transaction ends.
-        self._fast_get = None
+        self._fast_get: Callable[[bytes], bytes | None] | None = None
         #: Likewise a callable ``(pairs)`` that stores a list of ``(key,
         #: value)`` pairs with no checks; the caller first adds
         #: ``len(pairs)`` to :attr:`writes`, and passes any exception it
         #: raises to :meth:`_put_many_failed`. ``None``: use ``_put_many``.
-        self._fast_put_many = None
+        self._fast_put_many: Callable[[list[Item]], object] | None = None
         self._state = _OPEN
         self._registered = False
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         kind = 'write' if self.write else 'read'
         return f'<{type(self).__name__} {kind} {self.state}>'
 
     @property
-    def state(self):
+    def state(self) -> str:
         """``'open'``, ``'committed'``, ``'aborted'``, or ``'closed'``.
 
         ``'closed'`` means the engine was closed while this was open.
         """
         return self._state
 
-    def _raise_unusable(self):
+    def _raise_unusable(self) -> NoReturn:
         if self.engine._closed:
             raise self.engine._closed_error()
         raise TransactionError(
             f'this transaction was already {self._state}; begin a new one')
 
-    def _put_many_failed(self, exc, pairs):
+    def _put_many_failed(self, exc: Exception, pairs: list[Item]) -> NoReturn:
         """Raise the engine's error for `exc`, raised by ``_fast_put_many(pairs)``."""
         raise exc
 
-    def _refuse_write(self):
+    def _refuse_write(self) -> NoReturn:
         """Raise why this transaction cannot write now (ended, or read-only)."""
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
         raise TransactionError(
             'put() in a read-only transaction; use begin(write=True)')
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Return the value stored under `key`, or ``None``.
 
         :param key: non-empty ``bytes``.
@@ -245,7 +262,7 @@ class EngineTransaction:
             _bad_key(key)
         return self._get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Store `value` under `key`, replacing any previous value.
 
         :param key: non-empty ``bytes``.
@@ -270,7 +287,7 @@ class EngineTransaction:
         self._put(key, value)
         self.writes += 1
 
-    def delete(self, key):
+    def delete(self, key: bytes) -> None:
         """Remove `key`; removing a missing key does nothing.
 
         :param key: non-empty ``bytes``.
@@ -288,7 +305,8 @@ class EngineTransaction:
         self._delete(key)
         self.writes += 1
 
-    def items(self, lo=None, hi=None, reverse=False):
+    def items(self, lo: bytes | None = None, hi: bytes | None = None,
+               reverse: bool = False) -> ItemIterator:
         """Iterate ``(key, value)`` with ``lo <= key < hi``; see the interface.
 
         :param lo: the lowest key included (``bytes``), or ``None``.
@@ -300,7 +318,8 @@ class EngineTransaction:
         """
         return self._checked_items(lo, hi, reverse)
 
-    def keys(self, lo=None, hi=None, reverse=False):
+    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> KeyIterator:
         """Iterate the keys ``lo <= key < hi``, like :meth:`items`.
 
         :param lo: the lowest key included (``bytes``), or ``None``.
@@ -311,7 +330,8 @@ class EngineTransaction:
         """
         return _keys_only(self._checked_items(lo, hi, reverse))
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+               reverse: bool = False) -> Item | None:
         """Return the first ``(key, value)`` :meth:`items` would yield, or None.
 
         :param lo: the lowest key included (``bytes``), or ``None``.
@@ -326,7 +346,7 @@ class EngineTransaction:
         finally:
             items.close()
 
-    def _checked_items(self, lo, hi, reverse):
+    def _checked_items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
         _check_bounds(lo, hi)
@@ -334,7 +354,7 @@ class EngineTransaction:
             return self._guarded(iter(()))
         return self._guarded(self._items(lo, hi, bool(reverse)))
 
-    def _guarded(self, it):
+    def _guarded(self, it: Iterator[Item]) -> ItemIterator:
         """Run ``it``, raising if this transaction ends before a next step."""
         engine = self.engine
         try:
@@ -349,7 +369,7 @@ class EngineTransaction:
             if close is not None:
                 close()
 
-    def commit(self):
+    def commit(self) -> None:
         """Make the writes permanent and end the transaction.
 
         Raises ``TransactionError`` if the transaction already ended. If
@@ -367,7 +387,7 @@ class EngineTransaction:
             raise
         self._finish(_COMMITTED)
 
-    def abort(self):
+    def abort(self) -> None:
         """Discard the writes and end the transaction.
 
         Aborting a transaction that already ended (also by the engine's
@@ -382,11 +402,11 @@ class EngineTransaction:
         finally:
             self._finish(_ABORTED)
 
-    def _finish(self, state):
+    def _finish(self, state: str) -> None:
         self._state = state
         self.engine._transaction_ended(self)
 
-    def _invalidate(self, state):
+    def _invalidate(self, state: str) -> None:
         """End the transaction without raising (engine close, garbage)."""
         if self._state is _OPEN:
             try:
@@ -395,10 +415,11 @@ class EngineTransaction:
                 pass
             self._finish(state)
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         state = self.state
         if exc_type is None:
             # A transaction the engine's close() ended raises here: its
@@ -409,11 +430,11 @@ class EngineTransaction:
             self.abort()
         return False
 
-    def __del__(self):
+    def __del__(self) -> None:
         if getattr(self, '_state', None) is _OPEN:
             self._invalidate(_ABORTED)
 
-    def _put_many(self, pairs):
+    def _put_many(self, pairs: list[Item]) -> None:
         """Store each ``(key, value)`` of the sequence ``pairs``, in order.
 
         For callers that built valid keys and values themselves (the
@@ -426,26 +447,26 @@ class EngineTransaction:
 
     # Implemented by subclasses.
 
-    def _get(self, key):
+    def _get(self, key: bytes) -> bytes | None:
         raise NotImplementedError
 
-    def _put(self, key, value):
+    def _put(self, key: bytes, value: bytes) -> None:
         raise NotImplementedError
 
-    def _delete(self, key):
+    def _delete(self, key: bytes) -> None:
         raise NotImplementedError
 
-    def _items(self, lo, hi, reverse):
+    def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Iterator[Item]:
         raise NotImplementedError
 
-    def _commit(self):
+    def _commit(self) -> None:
         raise NotImplementedError
 
-    def _abort(self):
+    def _abort(self) -> None:
         raise NotImplementedError
 
 
-def _keys_only(items):
+def _keys_only(items: ItemIterator) -> KeyIterator:
     try:
         for key, _ in items:
             yield key
@@ -453,7 +474,7 @@ def _keys_only(items):
         items.close()
 
 
-def _hold_transaction(txn, it):
+def _hold_transaction(txn: EngineTransaction, it: Iterator[_T]) -> Generator[_T, None, None]:
     """Yield from ``it``, then end ``txn`` (an engine-level iterator)."""
     try:
         yield from it
@@ -474,31 +495,31 @@ class Engine:
     """
 
     #: Longest key the engine can store, in bytes (None: no limit).
-    max_key_size = None
+    max_key_size: int | None = None
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._closed = False
         self._write_lock = threading.Lock()
-        self._writer = None  # ident of the thread holding the write lock
-        self._txns = weakref.WeakSet()
+        self._writer: int | None = None  # ident of the thread holding the write lock
+        self._txns: weakref.WeakSet[EngineTransaction] = weakref.WeakSet()
         self._txns_lock = threading.RLock()
 
-    def _describe(self):
+    def _describe(self) -> str:
         return f'{type(self).__name__}()'
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<{self._describe()} {'closed' if self._closed else 'open'}>"
 
-    def _closed_error(self):
+    def _closed_error(self) -> EngineClosedError:
         return EngineClosedError(
             f'{self._describe()} is closed; it cannot be used after close()')
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
         """True once :meth:`close` was called."""
         return self._closed
 
-    def begin(self, write=False):
+    def begin(self, write: bool = False) -> EngineTransaction:
         """Start and return an :class:`EngineTransaction` (see the interface).
 
         A write transaction waits while another thread holds one.
@@ -527,7 +548,7 @@ class Engine:
             txn._registered = True
         return txn
 
-    def _acquire_writer(self):
+    def _acquire_writer(self) -> None:
         me = threading.get_ident()
         if self._writer == me:
             raise TransactionError(
@@ -541,11 +562,11 @@ class Engine:
             raise self._closed_error()
         self._writer = me
 
-    def _release_writer(self):
+    def _release_writer(self) -> None:
         self._writer = None
         self._write_lock.release()
 
-    def _transaction_ended(self, txn):
+    def _transaction_ended(self, txn: EngineTransaction) -> None:
         with self._txns_lock:
             if not txn._registered:
                 return
@@ -554,7 +575,7 @@ class Engine:
         if txn.write:
             self._release_writer()
 
-    def close(self):
+    def close(self) -> None:
         """Close the engine and end its open transactions.
 
         Closing twice does nothing. Do not call it while another thread is
@@ -569,14 +590,15 @@ class Engine:
             txn._invalidate(_CLOSED)
         self._close()
 
-    def __enter__(self):
+    def __enter__(self: _Self) -> _Self:
         return self
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> Literal[False]:
         self.close()
         return False
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Return the value stored under `key`, or ``None``.
 
         :param key: non-empty ``bytes``.
@@ -587,7 +609,7 @@ class Engine:
         with self.begin() as txn:
             return txn.get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Store `value` under `key` in a transaction of its own.
 
         :param key: non-empty ``bytes``.
@@ -602,7 +624,7 @@ class Engine:
         with self.begin(write=True) as txn:
             txn.put(key, value)
 
-    def delete(self, key):
+    def delete(self, key: bytes) -> None:
         """Remove `key` in a transaction of its own (missing is fine).
 
         :param key: non-empty ``bytes``.
@@ -614,7 +636,8 @@ class Engine:
         with self.begin(write=True) as txn:
             txn.delete(key)
 
-    def items(self, lo=None, hi=None, reverse=False):
+    def items(self, lo: bytes | None = None, hi: bytes | None = None,
+               reverse: bool = False) -> ItemIterator:
         """Iterate ``(key, value)`` with ``lo <= key < hi`` in a read txn.
 
         The read transaction stays open until the iterator is exhausted or
@@ -628,7 +651,8 @@ class Engine:
         """
         return self._iterate_in_own_txn('items', lo, hi, reverse)
 
-    def keys(self, lo=None, hi=None, reverse=False):
+    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> KeyIterator:
         """Iterate the keys ``lo <= key < hi``, like :meth:`items`.
 
         :param lo: the lowest key included (``bytes``), or ``None``.
@@ -639,7 +663,8 @@ class Engine:
         """
         return self._iterate_in_own_txn('keys', lo, hi, reverse)
 
-    def _iterate_in_own_txn(self, method, lo, hi, reverse):
+    def _iterate_in_own_txn(self, method: str, lo: bytes | None, hi: bytes | None,
+                            reverse: bool) -> Generator[Any, None, None]:
         txn = self.begin()
         try:
             it = getattr(txn, method)(lo, hi, reverse)
@@ -648,7 +673,8 @@ class Engine:
             raise
         return _hold_transaction(txn, it)
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+               reverse: bool = False) -> Item | None:
         """Return the first ``(key, value)`` :meth:`items` would yield, or None.
 
         :param lo: the lowest key included (``bytes``), or ``None``.
@@ -662,10 +688,10 @@ class Engine:
 
     # Implemented by subclasses.
 
-    def _begin(self, write):
+    def _begin(self, write: bool) -> EngineTransaction:
         raise NotImplementedError
 
-    def _close(self):
+    def _close(self) -> None:
         raise NotImplementedError
 
 

@@ -1,14 +1,19 @@
 """The LevelDB engine, :class:`PlyvelEngine`, through plyvel."""
 
+from __future__ import annotations
+
 import collections
 import itertools
 import os
 import re
+from typing import TYPE_CHECKING, Any, Iterator
 
 from centidb.engines.base import (
     _OPEN,
     Engine,
     EngineTransaction,
+    Item,
+    ItemIterator,
     _bad_key,
     _check_bounds,
     _prepare_directory,
@@ -29,6 +34,38 @@ except ImportError:  # pragma: no cover - depends on the installation
 
 __all__ = ['PlyvelEngine']
 
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    # The part of plyvel's API used here (plyvel has no type information).
+
+    class _PlyvelIterator(Protocol):
+        def __iter__(self) -> Iterator[Item]: ...
+        def __next__(self) -> Item: ...
+        def prev(self) -> Item: ...
+        def seek(self, target: bytes) -> None: ...
+        def seek_to_start(self) -> None: ...
+        def seek_to_stop(self) -> None: ...
+        def close(self) -> None: ...
+
+    class _PlyvelSnapshot(Protocol):
+        def get(self, key: bytes) -> bytes | None: ...
+        def iterator(self, *, start: bytes | None = None, stop: bytes | None = None,
+                     reverse: bool = False) -> _PlyvelIterator: ...
+        def close(self) -> None: ...
+
+    class _PlyvelWriteBatch(Protocol):
+        def put(self, key: bytes, value: bytes) -> None: ...
+        def delete(self, key: bytes) -> None: ...
+        def write(self) -> None: ...
+
+    class _PlyvelDB(Protocol):
+        def get(self, key: bytes) -> bytes | None: ...
+        def snapshot(self) -> _PlyvelSnapshot: ...
+        def write_batch(self, *, sync: bool = False) -> _PlyvelWriteBatch: ...
+        def compact_range(self) -> None: ...
+        def close(self) -> None: ...
+
 
 # The files LevelDB keeps in a database directory, and what marks another
 # kind of database in a directory given to PlyvelEngine.
@@ -37,14 +74,14 @@ _LEVELDB_FILE = re.compile(
 _NOT_LEVELDB = {'data.mdb': ('an LMDB database (data.mdb)', 'LmdbEngine')}
 
 
-def _plyvel_message(exc):
+def _plyvel_message(exc: BaseException) -> str:
     arg = exc.args[0] if exc.args else ''
     if isinstance(arg, bytes):
         return arg.decode('utf-8', 'replace')
     return str(arg)
 
 
-def _open_error(path, exc, existed):
+def _open_error(path: str, exc: BaseException, existed: bool) -> EngineError:
     """The error to raise for ``exc``, raised by ``plyvel.DB(path)``.
 
     ``existed``: the directory held a database (a ``CURRENT`` file).
@@ -72,7 +109,8 @@ def _open_error(path, exc, existed):
     return EngineError(f'cannot open LevelDB database {path!r}: {message}')
 
 
-def _plyvel_items(snapshot, lo, hi, reverse):
+def _plyvel_items(snapshot: _PlyvelSnapshot, lo: bytes | None, hi: bytes | None,
+                  reverse: bool) -> ItemIterator:
     """Iterate a plyvel snapshot over ``[lo, hi)``, closing the iterator.
 
     In reverse, ``lo`` is checked here: plyvel 1.5 drops the only key of a
@@ -123,8 +161,8 @@ class PlyvelEngine(Engine):
     :raises ImportError: if plyvel is not installed.
     """
 
-    def __init__(self, name, *, create_if_missing=False, sync=False,
-                 **plyvel_options):
+    def __init__(self, name: str | os.PathLike[str], *, create_if_missing: bool = False,
+                 sync: bool = False, **plyvel_options: Any) -> None:
         if plyvel is None:
             raise ImportError(
                 'PlyvelEngine needs the plyvel package: pip install plyvel')
@@ -136,19 +174,19 @@ class PlyvelEngine(Engine):
             marker='CURRENT', own_name=_LEVELDB_FILE.match,
             others=_NOT_LEVELDB)
         try:
-            self._db = plyvel.DB(
+            self._db: _PlyvelDB = plyvel.DB(
                 self.path, create_if_missing=create_if_missing,
                 **plyvel_options)
         except plyvel.Error as exc:
             raise _open_error(self.path, exc, existed) from exc
 
-    def _describe(self):
+    def _describe(self) -> str:
         return f'{type(self).__name__}({self.path!r})'
 
-    def _begin(self, write):
+    def _begin(self, write: bool) -> EngineTransaction:
         return _PlyvelTransaction(self, write)
 
-    def compact(self):
+    def compact(self) -> None:
         """Compact the whole database now, instead of in the background.
 
         LevelDB merges freshly written data in background threads; reads
@@ -161,11 +199,13 @@ class PlyvelEngine(Engine):
             raise self._closed_error()
         self._db.compact_range()
 
-    def _close(self):
+    def _close(self) -> None:
         self._db.close()
-        self._db = None   # a closed plyvel.DB left for exit time prints an error
+        # A closed plyvel.DB left for exit time prints an error; every method
+        # checks _closed before it would use _db.
+        self._db = None  # type: ignore[assignment]
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Return the value stored under `key`, or ``None``.
 
         :param key: non-empty ``bytes``.
@@ -187,18 +227,21 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
     reuse one snapshot iterator while there are no pending writes.
     """
 
-    def __init__(self, engine, write):
+    engine: PlyvelEngine
+
+    def __init__(self, engine: PlyvelEngine, write: bool) -> None:
         super().__init__(engine, write)
         self._snapshot = engine._db.snapshot()
         self._read_committed = self._snapshot.get
-        self._seeker = None                     # made by the first first()
+        self._seeker: _PlyvelIterator | None = None   # made by the first first()
         if write:
             self._start_log()
         else:
             self._log = None
             self._fast_get = self._snapshot.get
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
         if self._log or self._state is not _OPEN or self.engine._closed:
             return super().first(lo, hi, reverse)
@@ -222,18 +265,18 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
                 it.seek_to_start()
             else:
                 it.seek(lo)
-            item = next(it, None)
-            if item is not None and (hi is None or item[0] < hi):
-                return item
+            found = next(it, None)
+            if found is not None and (hi is None or found[0] < hi):
+                return found
         return None
 
-    def _items(self, lo, hi, reverse):
+    def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         base = _plyvel_items(self._snapshot, lo, hi, reverse)
         if self._log is None:
             return base
         return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
 
-    def _commit(self):
+    def _commit(self) -> None:
         try:
             if self._log:
                 batch = self.engine._db.write_batch(sync=self.engine.sync)
@@ -251,7 +294,7 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
         finally:
             self._abort()
 
-    def _abort(self):
+    def _abort(self) -> None:
         self._fast_get = None
         if self._log is not None:
             self._drop_log()

@@ -1,22 +1,27 @@
 """The in-memory engine, :class:`MemoryEngine` (formerly ``ListEngine``)."""
 
+from __future__ import annotations
+
 import bisect
 import collections
 import itertools
 import operator
 import threading
+from typing import Mapping
 
 from sortedcontainers import SortedDict
 
 from centidb.engines.base import (
     Engine,
     EngineTransaction,
+    ItemIterator,
     _bad_key,
     _not_bytes,
 )
 from centidb.engines.writelog import (
     TOMBSTONE,
     _irange_after,
+    _Pending,
     _WriteLog,
     merge_overlay,
 )
@@ -27,7 +32,7 @@ _CHUNK = 128  # keys a snapshot iterator fetches per step under the lock
 _first = operator.itemgetter(0)
 
 
-def _merge_key_chunks(a, b, reverse):
+def _merge_key_chunks(a: list[bytes], b: list[bytes], reverse: bool) -> list[bytes]:
     """Merge two sorted key chunks, cut where either may be incomplete."""
     if not b:
         return a
@@ -63,25 +68,25 @@ class MemoryEngine(Engine):
     * Thread-safe; nothing is persisted, and ``close()`` drops the data.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
-        self._data = SortedDict()
+        self._data: SortedDict[bytes, bytes] = SortedDict()
         self._version = 0  # number of commits so far
-        self._readers = collections.Counter()  # version -> open readers
+        self._readers: collections.Counter[int] = collections.Counter()  # version -> open readers
         # key -> [(commit version, replaced value or TOMBSTONE), ...]
-        self._history = SortedDict()
+        self._history: SortedDict[bytes, list[tuple[int, _Pending]]] = SortedDict()
         self._lock = threading.RLock()
 
-    def _begin(self, write):
+    def _begin(self, write: bool) -> EngineTransaction:
         if write:
             return _MemoryWriteTransaction(self)
         return _MemoryReadTransaction(self)
 
-    def _close(self):
+    def _close(self) -> None:
         self._data = SortedDict()
         self._history = SortedDict()
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Return the value stored under `key`, or ``None``.
 
         :param key: non-empty ``bytes``.
@@ -95,7 +100,7 @@ class MemoryEngine(Engine):
             _bad_key(key)
         return self._data.get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Store `value` under `key` (auto-commit).
 
         :param key: non-empty ``bytes``.
@@ -113,7 +118,7 @@ class MemoryEngine(Engine):
             _not_bytes('value', value)
         self._write_now(key, value)
 
-    def delete(self, key):
+    def delete(self, key: bytes) -> None:
         """Remove `key` (auto-commit); removing a missing key is fine.
 
         :param key: non-empty ``bytes``.
@@ -128,7 +133,7 @@ class MemoryEngine(Engine):
             _bad_key(key)
         self._write_now(key, TOMBSTONE)
 
-    def _write_now(self, key, value):
+    def _write_now(self, key: bytes, value: _Pending) -> None:
         """Commit one write without building a transaction."""
         self._acquire_writer()
         try:
@@ -136,7 +141,7 @@ class MemoryEngine(Engine):
         finally:
             self._release_writer()
 
-    def _lookup(self, key, version):
+    def _lookup(self, key: bytes, version: int) -> _Pending:
         """Return the value of ``key`` as of ``version``, or TOMBSTONE.
 
         Lock-free: a commit bumps the version first, then records each
@@ -152,7 +157,8 @@ class MemoryEngine(Engine):
                     return changes[i][1]
         return value
 
-    def _snapshot_items(self, version, lo, hi, reverse):
+    def _snapshot_items(self, version: int, lo: bytes | None, hi: bytes | None,
+                        reverse: bool) -> ItemIterator:
         """Iterate the committed data as of ``version``."""
         after = None
         while True:
@@ -173,13 +179,13 @@ class MemoryEngine(Engine):
                     yield key, value
             after = keys[-1]
 
-    def _register_reader(self):
+    def _register_reader(self) -> int:
         with self._lock:
             version = self._version
             self._readers[version] += 1
         return version
 
-    def _unregister_reader(self, version):
+    def _unregister_reader(self, version: int) -> None:
         with self._lock:
             self._readers[version] -= 1
             if not self._readers[version]:
@@ -187,7 +193,7 @@ class MemoryEngine(Engine):
             if not self._readers:
                 self._history = SortedDict()
 
-    def _apply(self, overlay):
+    def _apply(self, overlay: Mapping[bytes, _Pending]) -> None:
         """Apply pending writes (a mapping), recording replaced values."""
         with self._lock:
             data = self._data
@@ -213,18 +219,20 @@ class MemoryEngine(Engine):
 class _MemoryReadTransaction(EngineTransaction):
     """A snapshot of a :class:`MemoryEngine` as of ``begin()``."""
 
-    def __init__(self, engine):
+    engine: MemoryEngine
+
+    def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(engine, False)
         self._version = engine._register_reader()
 
-    def _get(self, key):
+    def _get(self, key: bytes) -> bytes | None:
         value = self.engine._lookup(key, self._version)
         return None if value is TOMBSTONE else value
 
-    def _items(self, lo, hi, reverse):
+    def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         return self.engine._snapshot_items(self._version, lo, hi, reverse)
 
-    def _commit(self):
+    def _commit(self) -> None:
         self.engine._unregister_reader(self._version)
 
     _abort = _commit
@@ -233,24 +241,26 @@ class _MemoryReadTransaction(EngineTransaction):
 class _MemoryWriteTransaction(_WriteLog, EngineTransaction):
     """Committed data as of ``begin()`` plus the pending writes."""
 
-    def __init__(self, engine):
+    engine: MemoryEngine
+
+    def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(engine, True)
         self._version = engine._version  # stable: writers are serialized
         self._read_committed = engine._data.get
         self._start_log()
 
-    def _items(self, lo, hi, reverse):
+    def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         base = self.engine._snapshot_items(self._version, lo, hi, reverse)
         # Always overlaid: later writes must show up in this iterator.
         return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
 
-    def _commit(self):
+    def _commit(self) -> None:
         pending = self._pending_writes() if self._log else None
         self._drop_log()
         if pending:
             self.engine._apply(pending)
 
-    def _abort(self):
+    def _abort(self) -> None:
         self._drop_log()
 
 

@@ -1,11 +1,17 @@
 """Engines that forward every call to another: tracing and fault injection."""
 
+from __future__ import annotations
+
 import collections
+from typing import Callable
 
 from centidb.engines.base import (
     _OPEN,
     Engine,
     EngineTransaction,
+    Item,
+    ItemIterator,
+    KeyIterator,
     _check_bounds,
 )
 
@@ -28,23 +34,24 @@ class WrapperTransaction(EngineTransaction):
         ``inner``.
     """
 
-    def __init__(self, engine, inner):
+    def __init__(self, engine: WrapperEngine, inner: EngineTransaction) -> None:
         super().__init__(engine, inner.write)
         self.inner = inner
 
-    def _get(self, key):
+    def _get(self, key: bytes) -> bytes | None:
         return self.inner.get(key)
 
-    def _put(self, key, value):
+    def _put(self, key: bytes, value: bytes) -> None:
         self.inner.put(key, value)
 
-    def _delete(self, key):
+    def _delete(self, key: bytes) -> None:
         self.inner.delete(key)
 
-    def _items(self, lo, hi, reverse):
+    def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         return self.inner.items(lo, hi, reverse)
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
         """Check the state and bounds, then forward to ``inner.first``.
 
         So the inner engine's own seek is used, not an iteration.
@@ -59,10 +66,10 @@ class WrapperTransaction(EngineTransaction):
         _check_bounds(lo, hi)
         return self.inner.first(lo, hi, reverse)
 
-    def _commit(self):
+    def _commit(self) -> None:
         self.inner.commit()
 
-    def _abort(self):
+    def _abort(self) -> None:
         self.inner.abort()
 
 
@@ -78,9 +85,9 @@ class WrapperEngine(Engine):
     """
 
     #: Class of the transactions :meth:`Engine.begin` returns.
-    transaction_class = WrapperTransaction
+    transaction_class: type[WrapperTransaction] = WrapperTransaction
 
-    def __init__(self, inner):
+    def __init__(self, inner: Engine) -> None:
         if not isinstance(inner, Engine):
             raise TypeError(
                 f'inner must be an Engine, not {type(inner).__name__}')
@@ -88,20 +95,20 @@ class WrapperEngine(Engine):
         self.inner = inner
         self.max_key_size = inner.max_key_size
 
-    def _describe(self):
+    def _describe(self) -> str:
         return f'{type(self).__name__}({self.inner._describe()})'
 
-    def _begin(self, write):
+    def _begin(self, write: bool) -> EngineTransaction:
         return self.transaction_class(self, self.inner.begin(write))
 
-    def _close(self):
+    def _close(self) -> None:
         self.inner.close()
 
-    def _check_open(self):
+    def _check_open(self) -> None:
         if self._closed:
             raise self._closed_error()
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Forward to ``inner.get``.
 
         :param key: as for :meth:`Engine.get`.
@@ -111,7 +118,7 @@ class WrapperEngine(Engine):
         self._check_open()
         return self.inner.get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Forward to ``inner.put``.
 
         :param key: as for :meth:`Engine.put`.
@@ -122,7 +129,7 @@ class WrapperEngine(Engine):
         self._check_open()
         self.inner.put(key, value)
 
-    def delete(self, key):
+    def delete(self, key: bytes) -> None:
         """Forward to ``inner.delete``.
 
         :param key: as for :meth:`Engine.delete`.
@@ -132,7 +139,8 @@ class WrapperEngine(Engine):
         self._check_open()
         self.inner.delete(key)
 
-    def items(self, lo=None, hi=None, reverse=False):
+    def items(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> ItemIterator:
         """Forward to ``inner.items``.
 
         :param lo: as for :meth:`Engine.items`.
@@ -144,7 +152,8 @@ class WrapperEngine(Engine):
         self._check_open()
         return self.inner.items(lo, hi, reverse)
 
-    def keys(self, lo=None, hi=None, reverse=False):
+    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
+             reverse: bool = False) -> KeyIterator:
         """Forward to ``inner.keys``.
 
         :param lo: as for :meth:`Engine.keys`.
@@ -156,7 +165,8 @@ class WrapperEngine(Engine):
         self._check_open()
         return self.inner.keys(lo, hi, reverse)
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
         """Forward to ``inner.first``.
 
         :param lo: as for :meth:`Engine.first`.
@@ -176,7 +186,9 @@ class TraceTransaction(WrapperTransaction):
     :param inner: the inner engine's :class:`EngineTransaction`.
     """
 
-    def get(self, key):
+    engine: TraceEngine
+
+    def get(self, key: bytes) -> bytes | None:
         """Record ``('txn.get', (key,))`` and forward.
 
         :param key: as for :meth:`EngineTransaction.get`.
@@ -184,7 +196,7 @@ class TraceTransaction(WrapperTransaction):
         self.engine.record('txn.get', (key,))
         return super().get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Record ``('txn.put', (key, value))`` and forward.
 
         :param key: as for :meth:`EngineTransaction.put`.
@@ -193,7 +205,7 @@ class TraceTransaction(WrapperTransaction):
         self.engine.record('txn.put', (key, value))
         super().put(key, value)
 
-    def delete(self, key):
+    def delete(self, key: bytes) -> None:
         """Record ``('txn.delete', (key,))`` and forward.
 
         :param key: as for :meth:`EngineTransaction.delete`.
@@ -201,7 +213,8 @@ class TraceTransaction(WrapperTransaction):
         self.engine.record('txn.delete', (key,))
         super().delete(key)
 
-    def items(self, lo=None, hi=None, reverse=False):
+    def items(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> ItemIterator:
         """Record ``('txn.items', (lo, hi, reverse))`` and forward.
 
         :param lo: as for :meth:`EngineTransaction.items`.
@@ -211,7 +224,8 @@ class TraceTransaction(WrapperTransaction):
         self.engine.record('txn.items', (lo, hi, reverse))
         return super().items(lo, hi, reverse)
 
-    def keys(self, lo=None, hi=None, reverse=False):
+    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
+             reverse: bool = False) -> KeyIterator:
         """Record ``('txn.keys', (lo, hi, reverse))`` and forward.
 
         :param lo: as for :meth:`EngineTransaction.keys`.
@@ -221,7 +235,8 @@ class TraceTransaction(WrapperTransaction):
         self.engine.record('txn.keys', (lo, hi, reverse))
         return super().keys(lo, hi, reverse)
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
         """Record ``('txn.first', (lo, hi, reverse))`` and forward.
 
         :param lo: as for :meth:`EngineTransaction.first`.
@@ -231,12 +246,12 @@ class TraceTransaction(WrapperTransaction):
         self.engine.record('txn.first', (lo, hi, reverse))
         return super().first(lo, hi, reverse)
 
-    def commit(self):
+    def commit(self) -> None:
         """Record ``('txn.commit', ())`` and forward."""
         self.engine.record('txn.commit', ())
         super().commit()
 
-    def abort(self):
+    def abort(self) -> None:
         """Record ``('txn.abort', ())`` and forward."""
         self.engine.record('txn.abort', ())
         super().abort()
@@ -257,13 +272,13 @@ class TraceEngine(WrapperEngine):
 
     transaction_class = TraceTransaction
 
-    def __init__(self, inner, *, log=None):
+    def __init__(self, inner: Engine, *, log: Callable[[str], object] | None = None) -> None:
         super().__init__(inner)
-        self.calls = []
-        self.counts = collections.Counter()
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+        self.counts: collections.Counter[str] = collections.Counter()
         self.log = log
 
-    def record(self, name, args):
+    def record(self, name: str, args: tuple[object, ...]) -> None:
         """Record one call.
 
         :param name: the call's name, such as ``'put'`` or ``'txn.get'``.
@@ -274,7 +289,7 @@ class TraceEngine(WrapperEngine):
         if self.log is not None:
             self.log(f"{name}({', '.join(map(repr, args))})")
 
-    def begin(self, write=False):
+    def begin(self, write: bool = False) -> EngineTransaction:
         """Record ``('begin', (write,))`` and forward.
 
         :param write: as for :meth:`Engine.begin`.
@@ -282,12 +297,12 @@ class TraceEngine(WrapperEngine):
         self.record('begin', (write,))
         return super().begin(write)
 
-    def close(self):
+    def close(self) -> None:
         """Record ``('close', ())`` and forward."""
         self.record('close', ())
         super().close()
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Record ``('get', (key,))`` and forward.
 
         :param key: as for :meth:`Engine.get`.
@@ -295,7 +310,7 @@ class TraceEngine(WrapperEngine):
         self.record('get', (key,))
         return super().get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Record ``('put', (key, value))`` and forward.
 
         :param key: as for :meth:`Engine.put`.
@@ -304,7 +319,7 @@ class TraceEngine(WrapperEngine):
         self.record('put', (key, value))
         super().put(key, value)
 
-    def delete(self, key):
+    def delete(self, key: bytes) -> None:
         """Record ``('delete', (key,))`` and forward.
 
         :param key: as for :meth:`Engine.delete`.
@@ -312,7 +327,8 @@ class TraceEngine(WrapperEngine):
         self.record('delete', (key,))
         super().delete(key)
 
-    def items(self, lo=None, hi=None, reverse=False):
+    def items(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> ItemIterator:
         """Record ``('items', (lo, hi, reverse))`` and forward.
 
         :param lo: as for :meth:`Engine.items`.
@@ -322,7 +338,8 @@ class TraceEngine(WrapperEngine):
         self.record('items', (lo, hi, reverse))
         return super().items(lo, hi, reverse)
 
-    def keys(self, lo=None, hi=None, reverse=False):
+    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
+             reverse: bool = False) -> KeyIterator:
         """Record ``('keys', (lo, hi, reverse))`` and forward.
 
         :param lo: as for :meth:`Engine.keys`.
@@ -332,7 +349,8 @@ class TraceEngine(WrapperEngine):
         self.record('keys', (lo, hi, reverse))
         return super().keys(lo, hi, reverse)
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
         """Record ``('first', (lo, hi, reverse))`` and forward.
 
         :param lo: as for :meth:`Engine.first`.

@@ -5,27 +5,39 @@
 in-memory and LevelDB write transactions share.
 """
 
+from __future__ import annotations
+
+import enum
+from typing import Any, Callable, Iterator, Union
+
 from sortedcontainers import SortedDict
 
-from centidb.engines.base import _OPEN, _bad_key, _not_bytes
+from centidb.engines.base import _OPEN, EngineTransaction, Item, ItemIterator, _bad_key, _not_bytes
 
 __all__ = ['TOMBSTONE', 'merge_overlay']
 
 
-class _Tombstone:
-    """Type of :data:`TOMBSTONE`."""
+class _Tombstone(enum.Enum):
+    """Type of :data:`TOMBSTONE`.
 
-    __slots__ = ()
+    A one-member enum, so that type checkers narrow ``value is TOMBSTONE``.
+    """
 
-    def __repr__(self):
+    DELETED = 'deleted'
+
+    def __repr__(self) -> str:
         return 'TOMBSTONE'
 
 
 #: Marks a key deleted in a pending-writes overlay (see :func:`merge_overlay`).
-TOMBSTONE = _Tombstone()
+TOMBSTONE = _Tombstone.DELETED
+
+# A pending write: the new value, or TOMBSTONE for a delete.
+_Pending = Union[bytes, _Tombstone]
 
 
-def _irange_after(sdict, after, lo, hi, reverse):
+def _irange_after(sdict: SortedDict[bytes, Any], after: bytes | None, lo: bytes | None,
+                 hi: bytes | None, reverse: bool) -> Iterator[bytes]:
     """Lazily iterate the keys of ``sdict`` in ``[lo, hi)`` past ``after``.
 
     "Past" means greater than ``after`` going forward and smaller going in
@@ -41,7 +53,9 @@ def _irange_after(sdict, after, lo, hi, reverse):
     return sdict.irange(after, hi, (False, False))
 
 
-def merge_overlay(overlay, base, lo=None, hi=None, reverse=False):
+def merge_overlay(overlay: SortedDict[bytes, _Pending], base: Iterator[Item],
+                  lo: bytes | None = None, hi: bytes | None = None,
+                  reverse: bool = False) -> ItemIterator:
     """Yield ``(key, value)`` from ``base`` with pending writes applied.
 
     ``overlay`` is a :class:`~sortedcontainers.SortedDict` of pending writes,
@@ -67,40 +81,33 @@ def merge_overlay(overlay, base, lo=None, hi=None, reverse=False):
         base_item = next(base, None)
         after = None
         while True:
-            okey = None
+            okey: bytes | None = None
             if overlay:
                 okey = next(
                     _irange_after(overlay, after, lo, hi, reverse), None)
-            if okey is None:
-                if base_item is None:
-                    return
-                use_overlay = False
-            elif base_item is None:
-                use_overlay = True
-            elif reverse:
-                use_overlay = okey >= base_item[0]
-            else:
-                use_overlay = okey <= base_item[0]
-
-            if use_overlay:
+            if okey is not None and (base_item is None
+                                     or (okey >= base_item[0] if reverse
+                                         else okey <= base_item[0])):
                 if base_item is not None and base_item[0] == okey:
                     base_item = next(base, None)
                 after = okey
                 value = overlay[okey]
                 if value is not TOMBSTONE:
                     yield okey, value
-            else:
+            elif base_item is not None:
                 after = base_item[0]
                 yield base_item
                 base_item = next(base, None)
+            else:
+                return
     finally:
         close = getattr(base, 'close', None)
         if close is not None:
             close()
 
 
-class _WriteLog:
-    """Mixin for write transactions that keep their writes in memory.
+class _WriteLog(EngineTransaction):
+    """Base of write transactions that keep their writes in memory.
 
     ``_log`` lists every write in order as ``(key, value or TOMBSTONE)``:
     appending is the cheapest thing a write can do, and a transaction that
@@ -111,7 +118,12 @@ class _WriteLog:
     data as of ``begin()``; ``_log`` is None in a read-only transaction.
     """
 
-    def _start_log(self):
+    _read_committed: Callable[[bytes], bytes | None]
+    _log: list[tuple[bytes, _Pending]] | None
+    _pending: dict[bytes, _Pending] | None
+    _sorted: SortedDict[bytes, _Pending] | None
+
+    def _start_log(self) -> None:
         self._log = []
         self._pending = None
         self._sorted = None
@@ -119,7 +131,7 @@ class _WriteLog:
         # Until a read needs the lookup table, a write is just an extend.
         self._fast_put_many = self._log.extend
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
         if self._state is not _OPEN:
             self._raise_unusable()
@@ -131,7 +143,7 @@ class _WriteLog:
                 return None if value is TOMBSTONE else value
         return self._read_committed(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
         if self._log is None or self._state is not _OPEN:
             self._refuse_write()
@@ -142,18 +154,19 @@ class _WriteLog:
         self._remember(key, value)
         self.writes += 1
 
-    def _delete(self, key):
+    def _delete(self, key: bytes) -> None:
         self._log_deletes = True
         self._remember(key, TOMBSTONE)
 
-    def _remember(self, key, value):
-        self._log.append((key, value))
+    def _remember(self, key: bytes, value: _Pending) -> None:
+        # Callers checked that the log is there (a write transaction's).
+        self._log.append((key, value))  # type: ignore[union-attr]
         if self._pending is not None:
             self._pending[key] = value
             if self._sorted is not None:
                 self._sorted[key] = value
 
-    def _put_many(self, pairs):
+    def _put_many(self, pairs: list[Item]) -> None:
         if self._log is None or self._state is not _OPEN:
             self._refuse_write()
         self._log += pairs
@@ -163,18 +176,18 @@ class _WriteLog:
                 self._sorted.update(pairs)
         self.writes += len(pairs)
 
-    def _pending_writes(self):
+    def _pending_writes(self) -> dict[bytes, _Pending]:
         """The latest pending value of each written key (a dict)."""
         if self._pending is None:
-            self._pending = dict(self._log)
+            self._pending = dict(self._log)  # type: ignore[arg-type]  # not None
             self._fast_put_many = None   # writes must now update the table
         return self._pending
 
-    def _sorted_writes(self):
+    def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
         """The pending writes as a SortedDict (made once, then kept)."""
         if self._sorted is None:
             self._sorted = SortedDict(self._pending_writes())
         return self._sorted
 
-    def _drop_log(self):
+    def _drop_log(self) -> None:
         self._log = self._pending = self._sorted = self._fast_put_many = None
