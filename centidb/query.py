@@ -146,6 +146,11 @@ class Queryable:
     or index tuple held in one of those engine keys.
     """
 
+    #: True when every engine key in the query's range is one result, so
+    #: the engine may count them (an index); a collection's batches hold
+    #: several records under one key.
+    _keys_are_results = False
+
     if TYPE_CHECKING:   # what a subclass provides, declared for the type checker
         prefix: bytes
         _txns: TxnManager
@@ -213,6 +218,8 @@ class Queryable:
 
     def _count(self, txn: Transaction, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
                reverse: bool, max: int | None) -> int:
+        if max is None and self._keys_are_results:
+            return etxn.count(lo, hi)
         keys = self._entry_keys(etxn, lo, hi, reverse)
         if max is not None:
             keys = itertools.islice(keys, max)

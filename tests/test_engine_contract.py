@@ -108,6 +108,7 @@ def test_items_and_keys_over_all_bounds(engine):
                     assert list(txn.keys(lo, hi, reverse)) == \
                         [k for k, _ in want]
                     assert txn.first(lo, hi, reverse) == (want[0] if want else None)
+                    assert txn.count(lo, hi) == len(want)
     # Engine-level iteration uses the same rules.
     assert list(engine.items(b'a', b'c')) == expected_items(model, b'a', b'c')
     assert list(engine.keys(hi=b'b', reverse=True)) == [b'a', b'\x00']
@@ -118,6 +119,7 @@ def test_items_and_keys_over_all_bounds(engine):
         txn.delete(b'b')
         assert txn.first(b'a\x00') == (b'aa', b'new')
         assert txn.first(b'ab') == (b'ba', b'vba')
+        assert txn.count() == len(model) and txn.count(b'a', b'b') == 2
 
 
 def test_empty_ranges(engine):
@@ -155,6 +157,8 @@ def test_non_bytes_arguments_raise_type_error(engine, bad):
                 txn.items(bad)
             with pytest.raises(TypeError, match='hi must be bytes'):
                 txn.keys(None, bad)
+            with pytest.raises(TypeError, match='lo must be bytes'):
+                txn.count(bad)
     assert list(engine.items()) == []
 
 
@@ -243,7 +247,7 @@ def test_use_after_commit_or_abort_raises(engine):
         getattr(txn, end)()
         for call in (lambda: txn.get(b'a'), lambda: txn.put(b'a', b'2'),
                      lambda: txn.delete(b'a'), txn.items, txn.keys,
-                     txn.commit):
+                     txn.count, txn.commit):
             with pytest.raises(TransactionError, match='already'):
                 call()
         txn.abort()  # aborting again is a harmless no-op
@@ -580,6 +584,7 @@ def check_scan(rng, txn, view):
             expected_items(view, lo, hi, reverse)
         assert list(txn.keys(lo, hi, reverse)) == \
             [k for k, _ in expected_items(view, lo, hi, reverse)]
+        assert txn.count(lo, hi) == len(expected_items(view, lo, hi))
         return
     it = txn.items(lo, hi, reverse)
     after = None

@@ -18,8 +18,10 @@ into transactions. The whole interface:
     The pair ``items()`` would yield first: a seek. The base class derives
     it from ``items()``; engines override it for speed.
 ``engine.begin(write=False) -> EngineTransaction``
-    A transaction with the same five methods plus ``commit()`` and
-    ``abort()``; also a context manager that commits on success and aborts
+    A transaction with the same five methods plus ``count(lo=None,
+    hi=None)`` (how many keys ``keys()`` would yield; the base class
+    derives it from ``_items()``, LMDB counts with its cursor), ``commit()``
+    and ``abort()``; also a context manager that commits on success and aborts
     when the block raises (the exception propagates).
 ``engine.close()``
     Release the store. Closing twice is fine. Engines are context managers.

@@ -330,6 +330,23 @@ class EngineTransaction:
         """
         return _keys_only(self._checked_items(lo, hi, reverse))
 
+    def count(self, lo: bytes | None = None, hi: bytes | None = None) -> int:
+        """Return how many keys ``lo <= key < hi`` there are, as :meth:`keys` would yield.
+
+        Engines may count without making a Python object per key.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :returns: the number of keys in the range.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        _check_bounds(lo, hi)
+        if lo is not None and hi is not None and lo >= hi:
+            return 0
+        return self._count(lo, hi)
+
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
                reverse: bool = False) -> Item | None:
         """Return the first ``(key, value)`` :meth:`items` would yield, or None.
@@ -455,6 +472,12 @@ class EngineTransaction:
 
     def _delete(self, key: bytes) -> None:
         raise NotImplementedError
+
+    def _count(self, lo: bytes | None, hi: bytes | None) -> int:
+        n = 0
+        for _ in self._items(lo, hi, False):
+            n += 1
+        return n
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Iterator[Item]:
         raise NotImplementedError

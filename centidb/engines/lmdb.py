@@ -449,6 +449,21 @@ class _LmdbTransaction(EngineTransaction):
                 return cursor.item()
         return None
 
+    def _count(self, lo: bytes | None, hi: bytes | None) -> int:
+        cursor = self._shared_cursor()
+        if not (cursor.first() if lo is None else cursor.set_range(lo)):
+            return 0
+        n = 0
+        if hi is None:
+            for _ in cursor.iternext(values=False):
+                n += 1
+        else:
+            for key in cursor.iternext(values=False):
+                if key >= hi:
+                    break
+                n += 1
+        return n
+
     def _delete(self, key: bytes) -> None:
         try:
             self._txn.delete(key)

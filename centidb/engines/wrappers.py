@@ -66,6 +66,9 @@ class WrapperTransaction(EngineTransaction):
         _check_bounds(lo, hi)
         return self.inner.first(lo, hi, reverse)
 
+    def _count(self, lo: bytes | None, hi: bytes | None) -> int:
+        return self.inner.count(lo, hi)
+
     def _commit(self) -> None:
         self.inner.commit()
 
