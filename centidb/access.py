@@ -14,17 +14,47 @@ This layer calls :mod:`centidb.records`, :mod:`centidb.batches` (through the
 view it is given) and engine transactions; never a layer above.
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Iterator, Protocol
+
 from centidb import keylib, records
+from centidb.batches import BatchView
+from centidb.encodings import Encoder, Packer
+from centidb.engines import EngineTransaction
+from centidb.engines.base import Item, ItemIterator, KeyIterator
 from centidb.errors import (
     CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
     IndexNotAddedError, KeyKindMismatchError,
 )
-from centidb.records import ENTRY_SEP, as_key, delete_stale
+from centidb.keylib import Key
+from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key, delete_stale
+from centidb.txn import Transaction, TxnManager
 
-__all__ = ['KeySource', 'Records', 'Savepoint', 'split_entries', 'first_entry',
-           'delete_index_entries']
+__all__ = ['BoundIndex', 'KeySource', 'Records', 'Savepoint', 'split_entries',
+           'first_entry', 'delete_index_entries']
 
 _EMPTY = b''
+
+
+class BoundIndex(Protocol):
+    """What the record paths read of an index added in this session.
+
+    :class:`~centidb.index.Index` is one; this layer, below it, names only
+    what it reads.
+    """
+
+    @property
+    def name(self) -> str:
+        """The index's name."""
+
+    @property
+    def func(self) -> Callable[[Any], Any]:
+        """The index function."""
+
+    @property
+    def prefix(self) -> bytes:
+        """The bytes every entry of the index starts with."""
 
 
 class KeySource:
@@ -41,7 +71,10 @@ class KeySource:
 
     __slots__ = ('kind', 'key_func', 'txn_key_func', 'next_key', 'at_least')
 
-    def __init__(self, kind, key_func, txn_key_func, next_key, at_least):
+    def __init__(self, kind: str, key_func: Callable[[Any], Any] | None,
+                 txn_key_func: Callable[[Transaction, Any], Any] | None,
+                 next_key: Callable[[EngineTransaction], int],
+                 at_least: Callable[[EngineTransaction, int], object]) -> None:
         self.kind = kind
         self.key_func = key_func
         self.txn_key_func = txn_key_func
@@ -69,17 +102,19 @@ class Records:
     :param packer_of: ``packer_of(id)`` returns a registered packer or
         raises :class:`~centidb.errors.UnknownEncoderError`.
     :param keys: the collection's :class:`KeySource`.
-    :param indexes: the indexes added in this session (objects with
-        ``name``, ``func`` and ``prefix``), in the order added.
+    :param indexes: the indexes added in this session (each a
+        :class:`BoundIndex`), in the order added.
     :param unbound: the names of stored indexes not added in this session.
     :param view: the collection's :class:`~centidb.batches.BatchView`.
     :param batched: True if the collection holds batches.
     :param limit: the engine's longest key, or None.
     """
 
-    def __init__(self, coll, txns, txn_class, name, prefix, encoder, packer, header,
-                 plain_id, packer_of, keys, indexes,
-                 unbound, view, batched, limit):
+    def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction], name: str,
+                 prefix: bytes, encoder: Encoder, packer: Encoder, header: bytes,
+                 plain_id: int, packer_of: Callable[[int], Packer], keys: KeySource,
+                 indexes: tuple[BoundIndex, ...], unbound: frozenset[str], view: BatchView,
+                 batched: bool, limit: int | None) -> None:
         self.coll = coll
         self.name = name
         self.prefix = prefix
@@ -90,7 +125,8 @@ class Records:
         self.packer_of = packer_of
         self.keys = keys
         self.indexes = indexes
-        self.specs = tuple((index.func, index.prefix) for index in indexes)
+        self.specs: tuple[IndexSpec, ...] = tuple((index.func, index.prefix)
+                                                  for index in indexes)
         self.unbound = unbound
         self.view = view
         self.batched = batched
@@ -109,7 +145,7 @@ class Records:
 
     # --- decoding --------------------------------------------------------------
 
-    def decode(self, stored):
+    def decode(self, stored: bytes) -> Any:
         """The record value of a stored record.
 
         :param stored: the stored value (header byte and packed bytes).
@@ -122,14 +158,14 @@ class Records:
             return self._decode_plain(stored[1:])
         return self._decode_plain(self.encoded(stored))
 
-    def encoded(self, stored):
+    def encoded(self, stored: bytes) -> bytes:
         """The encoder's bytes of a stored record (its packer undone).
 
         :param stored: the stored value (header byte and packed bytes).
         """
         return self.packer_of(stored[0]).decode(stored[1:])
 
-    def decoded(self, key_bytes, stored, encoded=False):
+    def decoded(self, key_bytes: bytes, stored: bytes, encoded: bool = False) -> Any:
         """:meth:`decode` (or :meth:`encoded`), naming the record if that fails.
 
         :param key_bytes: the record's engine key, for the error.
@@ -146,7 +182,7 @@ class Records:
         except Exception as exc:
             raise self.corrupt_record_error(key_bytes, exc) from exc
 
-    def corrupt_record_error(self, key_bytes, exc):
+    def corrupt_record_error(self, key_bytes: bytes, exc: Exception) -> CorruptRecordError:
         """The error for the record under `key_bytes`, whose value cannot be decoded.
 
         :param key_bytes: the record's engine key.
@@ -160,7 +196,7 @@ class Records:
             f'collection {self.name!r}: the record under key {key} cannot be '
             f'decoded ({type(exc).__name__}: {exc})')
 
-    def entries(self, data, entry_tail):
+    def entries(self, data: Any, entry_tail: bytes) -> list[bytes]:
         """Return the index entry keys of a record (a list of bytes).
 
         :param data: the record value.
@@ -168,7 +204,7 @@ class Records:
         """
         return records.index_entries(self.specs, data, entry_tail)
 
-    def old_entries(self, stored, entry_tail):
+    def old_entries(self, stored: bytes, entry_tail: bytes) -> list[bytes]:
         """Return the index entry keys of a stored record.
 
         :param stored: the stored value.
@@ -177,14 +213,14 @@ class Records:
         data = self.decoded(self.prefix + entry_tail[1:], stored)
         return records.index_entries(self.specs, data, entry_tail)
 
-    def entry_tail(self, key_bytes):
+    def entry_tail(self, key_bytes: bytes) -> bytes:
         """What follows an index tuple in an entry: separator and record key.
 
         :param key_bytes: the record's engine key.
         """
         return ENTRY_SEP + key_bytes[len(self.prefix):]
 
-    def missing_record_error(self, index_name, key):
+    def missing_record_error(self, index_name: str, key: Key) -> IndexInconsistentError:
         """The error for an entry of `index_name` pointing at a missing record.
 
         :param index_name: the index's name.
@@ -197,7 +233,7 @@ class Records:
 
     # --- reading -----------------------------------------------------------------
 
-    def stored(self, etxn, key_bytes):
+    def stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         """The stored value under `key_bytes` (in a batch or not), or None.
 
         :param etxn: the :class:`~centidb.engines.EngineTransaction`.
@@ -211,7 +247,8 @@ class Records:
             return self.view.get(etxn, key_bytes)
         return stored
 
-    def read(self, txn, etxn, key, default, encoded, rec):
+    def read(self, txn: Transaction, etxn: EngineTransaction, key: Key, default: Any,
+             encoded: bool, rec: bool) -> Any:
         """Read the record under `key`; see ``Collection.get``.
 
         :param txn: the store transaction (unused: the signature
@@ -232,7 +269,7 @@ class Records:
             return self.record(key, key_bytes, stored)
         return self.decoded(key_bytes, stored)
 
-    def record(self, key, key_bytes, stored):
+    def record(self, key: Key, key_bytes: bytes, stored: bytes) -> Record:
         """The :class:`~centidb.records.Record` of a stored record, ready for a later put.
 
         :param key: the record's key tuple.
@@ -243,7 +280,8 @@ class Records:
         entries = self.entries(data, self.entry_tail(key_bytes))
         return records.Record(self.coll, data, key, stored, entries, self.indexes)
 
-    def index_record(self, etxn, index_prefix, index_name, tup, default):
+    def index_record(self, etxn: EngineTransaction, index_prefix: bytes, index_name: str,
+                     tup: Key, default: Any) -> Any:
         """The :class:`~centidb.records.Record` of the first record whose index tuple is `tup`.
 
         "First" is in record key order; see ``Index.get``.
@@ -269,7 +307,8 @@ class Records:
             raise self.missing_record_error(index_name, key)
         return self.record(key, key_bytes, stored)
 
-    def read_many(self, txn, etxn, packed, default):
+    def read_many(self, txn: Transaction, etxn: EngineTransaction, packed: list[bytes],
+                  default: Any) -> list[Any]:
         """Read the records under the engine keys `packed`; see ``Collection.get_many``.
 
         :param txn: the store transaction (unused, as for :meth:`read`).
@@ -278,13 +317,14 @@ class Records:
         :param default: the item for a key with no record.
         :returns: a ``list`` of values.
         """
-        values = []
+        values: list[Any] = []
         for key_bytes in packed:
             stored = self.stored(etxn, key_bytes)
             values.append(default if stored is None else self.decoded(key_bytes, stored))
         return values
 
-    def items(self, etxn, lo, hi, reverse):
+    def items(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
+              reverse: bool) -> ItemIterator:
         """Iterate ``(key bytes, stored)`` in ``[lo, hi)``, batches expanded.
 
         Batches are looked for even in a collection that holds none, because
@@ -295,11 +335,12 @@ class Records:
         :param hi: the engine key at which to stop.
         :param reverse: iterate from `hi` down.
         """
-        return self.view.items(etxn, lo, hi, reverse)
+        # Never None here: a collection's ranges are bounded both ways.
+        return self.view.items(etxn, lo, hi, reverse)  # type: ignore[arg-type]
 
     # --- writing -------------------------------------------------------------------
 
-    def check_writable(self):
+    def check_writable(self) -> None:
         """Refuse writes while a stored index is not added in this session."""
         if self.unbound:
             names = ', '.join(map(repr, sorted(self.unbound)))
@@ -309,7 +350,7 @@ class Records:
                 f'since another process created them); call add_index() for '
                 f'each (or drop_index()) before writing, so no index goes stale')
 
-    def check_key_sizes(self, key, key_bytes, entries):
+    def check_key_sizes(self, key: Key, key_bytes: bytes, entries: list[bytes]) -> None:
         """Refuse, before writing anything, keys the engine cannot store.
 
         :param key: the record's key tuple, for the message.
@@ -331,7 +372,8 @@ class Records:
                     f'index {index.name!r} entry for key {key!r} packs to '
                     f'{len(entry)} bytes; the engine stores at most {limit}')
 
-    def put(self, txn, etxn, rec, key, blind, packer=None, header=None):
+    def put(self, txn: Transaction, etxn: EngineTransaction, rec: Any, key: object,
+            blind: bool, packer: Encoder | None = None, header: bytes | None = None) -> Record:
         """Store `rec` (a value or a :class:`~centidb.records.Record`); see ``Collection.put``.
 
         :param txn: the store transaction (for ``txn_key_func``).
@@ -355,7 +397,7 @@ class Records:
         encoded = self.encoder.encode(data)
         if packer is None:
             packer, header = self.packer, self.header
-        value = header + packer.encode(encoded)
+        value = header + packer.encode(encoded)  # type: ignore[operator]  # given with packer
         indexed = data if self.encoder.exact else self._decode_plain(encoded)
         heads = None
         keys = self.keys
@@ -406,7 +448,8 @@ class Records:
         etxn._put_many(writes)
         return records.Record(self.coll, data, key, value, entries, self.indexes)
 
-    def put_many(self, txn, etxn, recs, blind):
+    def put_many(self, txn: Transaction, etxn: EngineTransaction, recs: list[Any],
+                 blind: bool) -> list[Key]:
         """Store each of `recs`, writing nothing if any fails; see ``Collection.put_many``.
 
         The common case is :meth:`~centidb.records.RecordWriter.write_many`,
@@ -433,19 +476,23 @@ class Records:
                 keys.at_least(etxn, first_id + len(written))
             return written
         savepoint = Savepoint(etxn)
+        # It has the engine transaction methods the write paths use.
+        through: EngineTransaction = savepoint  # type: ignore[assignment]
         # A txn_key_func is handed the store transaction: what it writes
         # through it (say, a counter it moves) goes through the savepoint too.
-        txn.engine_txn = savepoint
+        txn.engine_txn = through
         try:
-            return [self.put(txn, savepoint, rec, None, blind).key for rec in recs]
+            # A stored Record's key is never None.
+            return [self.put(txn, through, rec, None, blind).key  # type: ignore[misc]
+                    for rec in recs]
         except BaseException:
             savepoint.roll_back()
             raise
         finally:
-            if txn.engine_txn is savepoint:
+            if txn.engine_txn is through:
                 txn.engine_txn = etxn
 
-    def delete_many(self, etxn, keys):
+    def delete_many(self, etxn: EngineTransaction, keys: list[Key]) -> list[Record | None]:
         """Delete the records under the key tuples `keys`; see ``Collection.delete_many``.
 
         Every record is read and decoded, and its index entries made, before
@@ -458,7 +505,9 @@ class Records:
             in `keys`).
         """
         self.check_writable()
-        deleted, doomed, seen = [], [], set()
+        deleted: list[Record | None] = []
+        doomed: list[tuple[bytes, bool, tuple[bytes, ...]]] = []
+        seen: set[bytes] = set()
         for key in keys:
             key_bytes = keylib.packs(key, self.prefix)
             if key_bytes in seen:       # deleted by its first mention
@@ -475,15 +524,15 @@ class Records:
             doomed.append((key_bytes, plain is None, tuple(entries)))   # untracked by gc
             deleted.append(records.Record(self.coll, data, key))
         # Everything that can fail has run: from here on, writes.
-        for key_bytes, in_batch, entries in doomed:
+        for key_bytes, in_batch, held in doomed:
             if in_batch:
                 self.view.split(etxn, key_bytes, rejoin=True)
-            for entry in entries:
+            for entry in held:
                 etxn.delete(entry)
             etxn.delete(key_bytes)
         return deleted
 
-    def delete(self, etxn, key):
+    def delete(self, etxn: EngineTransaction, key: Key) -> Record | None:
         """Delete the record under the key tuple `key` and its index entries.
 
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
@@ -506,7 +555,8 @@ class Records:
         etxn.delete(key_bytes)
         return records.Record(self.coll, data, key)
 
-    def fill_index(self, etxn, func, index_prefix):
+    def fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
+                   index_prefix: bytes) -> None:
         """Write the entries of a new index for every record of the collection.
 
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
@@ -515,7 +565,7 @@ class Records:
         """
         lo, hi = keylib.prefix_range((), self.prefix)
         specs = ((func, index_prefix),)
-        entries = []
+        entries: list[bytes] = []
         for key_bytes, stored in self.items(etxn, lo, hi, False):
             data = self.decoded(key_bytes, stored)
             entries += records.index_entries(specs, data, self.entry_tail(key_bytes))
@@ -541,28 +591,30 @@ class Savepoint:
     _fast_get = None
     _fast_put_many = None
 
-    def __init__(self, etxn):
+    def __init__(self, etxn: EngineTransaction) -> None:
         self.etxn = etxn
-        self.saved = {}     # engine key -> value before the first write, or None
+        # Engine key -> value before the first write, or None.
+        self.saved: dict[bytes, bytes | None] = {}
 
     @property
-    def writes(self):
+    def writes(self) -> int:
         """The engine transaction's count of writes."""
         return self.etxn.writes
 
     @property
-    def state(self):
+    def state(self) -> str:
         """The engine transaction's state."""
         return self.etxn.state
 
-    def get(self, key):
+    def get(self, key: bytes) -> bytes | None:
         """As :meth:`~centidb.engines.EngineTransaction.get`.
 
         :param key: non-empty ``bytes``.
         """
         return self.etxn.get(key)
 
-    def first(self, lo=None, hi=None, reverse=False):
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
         """As :meth:`~centidb.engines.EngineTransaction.first`.
 
         :param lo: the lowest key included, or ``None``.
@@ -571,7 +623,8 @@ class Savepoint:
         """
         return self.etxn.first(lo, hi, reverse)
 
-    def items(self, lo=None, hi=None, reverse=False):
+    def items(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> ItemIterator:
         """As :meth:`~centidb.engines.EngineTransaction.items`.
 
         :param lo: the lowest key included, or ``None``.
@@ -580,7 +633,8 @@ class Savepoint:
         """
         return self.etxn.items(lo, hi, reverse)
 
-    def keys(self, lo=None, hi=None, reverse=False):
+    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
+             reverse: bool = False) -> KeyIterator:
         """As :meth:`~centidb.engines.EngineTransaction.keys`.
 
         :param lo: the lowest key included, or ``None``.
@@ -589,11 +643,11 @@ class Savepoint:
         """
         return self.etxn.keys(lo, hi, reverse)
 
-    def _save(self, key):
+    def _save(self, key: bytes) -> None:
         if key not in self.saved:
             self.saved[key] = self.etxn.get(key)
 
-    def put(self, key, value):
+    def put(self, key: bytes, value: bytes) -> None:
         """As :meth:`~centidb.engines.EngineTransaction.put`, remembering the old value.
 
         :param key: non-empty ``bytes``.
@@ -602,7 +656,7 @@ class Savepoint:
         self._save(key)
         self.etxn.put(key, value)
 
-    def delete(self, key):
+    def delete(self, key: bytes) -> None:
         """As :meth:`~centidb.engines.EngineTransaction.delete`, remembering the old value.
 
         :param key: non-empty ``bytes``.
@@ -610,12 +664,12 @@ class Savepoint:
         self._save(key)
         self.etxn.delete(key)
 
-    def _put_many(self, pairs):
+    def _put_many(self, pairs: list[Item]) -> None:
         for key, _ in pairs:
             self._save(key)
         self.etxn._put_many(pairs)
 
-    def roll_back(self):
+    def roll_back(self) -> None:
         """Put back every value written through the savepoint as it was.
 
         Does nothing if the engine transaction has ended (an engine error
@@ -632,7 +686,7 @@ class Savepoint:
         self.saved = {}
 
 
-def corrupt_entry_error(entry):
+def corrupt_entry_error(entry: bytes) -> CorruptKeyError:
     """The error for an index entry without an index tuple and a record key.
 
     :param entry: the entry's engine key.
@@ -641,7 +695,8 @@ def corrupt_entry_error(entry):
                            f'index tuple and a record key')
 
 
-def split_entries(etxn, index_prefix, lo, hi, reverse):
+def split_entries(etxn: EngineTransaction, index_prefix: bytes, lo: bytes | None,
+                  hi: bytes | None, reverse: bool) -> Iterator[tuple[Key, Key]]:
     """Iterate the entries of an index in ``[lo, hi)`` as ``(index tuple, record key)``.
 
     :param etxn: the :class:`~centidb.engines.EngineTransaction`.
@@ -660,7 +715,7 @@ def split_entries(etxn, index_prefix, lo, hi, reverse):
         yield parts[0], parts[1]
 
 
-def first_entry(etxn, index_prefix, x):
+def first_entry(etxn: EngineTransaction, index_prefix: bytes, x: Key) -> bytes | None:
     """The first entry key of an index for the index tuple `x`, or None.
 
     :param etxn: the :class:`~centidb.engines.EngineTransaction`.
@@ -673,7 +728,7 @@ def first_entry(etxn, index_prefix, x):
     return None if found is None else found[0]
 
 
-def delete_index_entries(etxn, index_prefix):
+def delete_index_entries(etxn: EngineTransaction, index_prefix: bytes) -> None:
     """Delete every entry of the index whose prefix is `index_prefix`.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.

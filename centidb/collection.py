@@ -13,14 +13,23 @@ Iterating methods and ``count()`` take the query parameters described in
 :mod:`centidb.query`.
 """
 
+from __future__ import annotations
+
+from typing import Any, Callable, Final, Iterable, Iterator, NoReturn
+
 from centidb import batches, encodings, keylib
 from centidb.batches import BatchView
+from centidb.catalog import Catalog, CollectionInfo
+from centidb.encodings import Encoder
+from centidb.engines import EngineTransaction
+from centidb.engines.base import Item
 from centidb.index import Index, Indexed, IndexSet  # Index: also the older import path
+from centidb.keylib import Key
 from centidb.query import Queryable, check_query, query_doc, readonly
 from centidb.errors import CorruptKeyError, StoreError
 from centidb.access import KeySource, Records
-from centidb.records import Record, as_key
-from centidb.txn import Transaction
+from centidb.records import Record, RecordWriter, as_key
+from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Collection']
 
@@ -56,8 +65,14 @@ class Collection(Indexed, Queryable):
         index stored for the collection.
     """
 
-    def __init__(self, store, txns, catalog, name, info, key_func, txn_key_func,
-                 encoder, packer, index_ids):
+    # Set by _rebuild(); a detached collection's stand-in raises on every use.
+    _records: Records
+    _writer: RecordWriter
+
+    def __init__(self, store: Any, txns: TxnManager, catalog: Catalog, name: str,
+                 info: CollectionInfo, key_func: Callable[[Any], Any] | None,
+                 txn_key_func: Callable[[Transaction, Any], Any] | None, encoder: Encoder,
+                 packer: Encoder, index_ids: dict[str, int]) -> None:
         self._store = store
         self._txns = txns
         self._catalog = catalog
@@ -89,42 +104,52 @@ class Collection(Indexed, Queryable):
         self._plain_id = plain_id
         self._rebuild()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f'<Collection {self.name!r} of {self.store!r}>'
 
-    # Read-only: put() and get() are prepared from these.
+    # Read-only: put() and get() are prepared from these. (The store is Any:
+    # this layer cannot name the Store class.)
 
-    store = readonly('_store', 'The :class:`~centidb.store.Store` holding the collection.')
-    name = readonly('_name', "The collection's name (``str``).")
-    coll_id = readonly('_coll_id', "The collection's number in the store; its keys start with it.")
-    prefix = readonly('_prefix', 'The bytes every record key of the collection starts with.')
-    encoder = readonly('_encoder', 'The :class:`~centidb.encodings.Encoder` of the records.')
-    packer = readonly('_packer', 'The default packer (an ``Encoder``) of new records.')
-    key_func = readonly('_key_func', "``key_func(record)`` making each record's key, or ``None``.")
-    txn_key_func = readonly('_txn_key_func', '``txn_key_func(txn, record)`` making each key, or ``None``.')
-    counter_name = readonly('_counter_name', 'The name of the counter that numbers keyless records.')
+    store: Final[Any] = readonly(
+        '_store', 'The :class:`~centidb.store.Store` holding the collection.')
+    name: Final[str] = readonly('_name', "The collection's name (``str``).")
+    coll_id: Final[int] = readonly(
+        '_coll_id', "The collection's number in the store; its keys start with it.")
+    prefix: Final[bytes] = readonly(
+        '_prefix', 'The bytes every record key of the collection starts with.')
+    encoder: Final[Encoder] = readonly(
+        '_encoder', 'The :class:`~centidb.encodings.Encoder` of the records.')
+    packer: Final[Encoder] = readonly(
+        '_packer', 'The default packer (an ``Encoder``) of new records.')
+    key_func: Final[Callable[[Any], Any] | None] = readonly(
+        '_key_func', "``key_func(record)`` making each record's key, or ``None``.")
+    txn_key_func: Final[Callable[[Transaction, Any], Any] | None] = readonly(
+        '_txn_key_func', '``txn_key_func(txn, record)`` making each key, or ``None``.')
+    counter_name: Final[str] = readonly(
+        '_counter_name', 'The name of the counter that numbers keyless records.')
 
     @property
-    def records(self):
+    def records(self) -> Records:
         """The collection's write and read paths (:class:`~centidb.access.Records`).
 
         Made again whenever its indexes or batching change.
         """
         return self._records
 
-    def _packer_of(self, packer_id):
+    def _packer_of(self, packer_id: int) -> Encoder:
         return self._catalog.packer(packer_id, self._name)
 
-    def _next_key(self, etxn):
+    def _next_key(self, etxn: EngineTransaction) -> int:
         return self._catalog.counter(etxn, self._counter_name, 0, 1)
 
-    def _at_least(self, etxn, n):
+    def _at_least(self, etxn: EngineTransaction, n: int) -> None:
         self._catalog.raise_counter(etxn, self._counter_name, n)
 
-    def _fill_index(self, etxn, func, index_prefix):
+    def _fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
+                    index_prefix: bytes) -> None:
         self._records.fill_index(etxn, func, index_prefix)
 
-    def reload(self, info, index_ids):
+    def reload(self, info: CollectionInfo, index_ids: dict[str, int]) -> None:
         """Take up metadata another process changed (called by the store).
 
         :param info: the collection's stored metadata ``dict``.
@@ -134,7 +159,7 @@ class Collection(Indexed, Queryable):
         self._batched = bool(info.get('batched'))
         self._index_set.reload(index_ids)    # rebuilds the record paths
 
-    def detach(self, why):
+    def detach(self, why: str) -> Callable[[], None]:
         """Make every later use raise :class:`~centidb.errors.StoreError`.
 
         Called by the store when the collection no longer exists as this
@@ -145,16 +170,16 @@ class Collection(Indexed, Queryable):
             (the store calls it when a drop's transaction aborts).
         """
         added, ids = dict(self.indices), dict(self._index_set.ids)
-        self._records = self._writer = _Detached(why)
+        self._records = self._writer = _Detached(why)  # type: ignore[assignment]
         self._index_set.reload({})      # forgets every index; stays detached
 
-        def attach():
-            self._records = None
+        def attach() -> None:
+            self._records = None  # type: ignore[assignment]  # _rebuild() makes them
             self.indices.update(added)
             self._index_set.reload(ids)     # rebuilds the record paths
         return attach
 
-    def _rebuild(self):
+    def _rebuild(self) -> None:
         """Prepare the write and read paths again after the indexes or batching changed."""
         if type(getattr(self, '_records', None)) is _Detached:
             return      # detached: no index change brings it back
@@ -169,7 +194,8 @@ class Collection(Indexed, Queryable):
 
     # --- writing -------------------------------------------------------------
 
-    def put(self, rec, key=None, blind=False, txn=None, packer=None):
+    def put(self, rec: Any, key: object = None, blind: bool = False,
+            txn: Transaction | None = None, packer: Encoder | None = None) -> Record:
         """Store `rec` and update its index entries; return a :class:`Record`.
 
         The key is `key` if given, else ``key_func(rec)``, else
@@ -222,7 +248,8 @@ class Collection(Indexed, Queryable):
                 return record
         return self._put_general(txn, rec, key, blind, packer)
 
-    def _put_general(self, txn, rec, key, blind, packer):
+    def _put_general(self, txn: Transaction, rec: Any, key: object, blind: bool,
+                     packer: Encoder | None) -> Record:
         """put() once the common-case writer declined (or, with `packer`, was skipped)."""
         etxn = self._txns.engine_txn(txn, True)
         if packer is None:
@@ -230,7 +257,7 @@ class Collection(Indexed, Queryable):
         header = bytes([self._catalog.encoder_id(packer)])
         return self._records.put(txn, etxn, rec, key, blind, packer, header)
 
-    def delete(self, key, txn=None):
+    def delete(self, key: object, txn: Transaction | None = None) -> Record | None:
         """Delete the record under `key` (or a :class:`Record`'s key).
 
         Removes its index entries too.
@@ -254,10 +281,11 @@ class Collection(Indexed, Queryable):
             key = key.key
         return self._txns.run(txn, True, self._delete, as_key(key))
 
-    def _delete(self, txn, etxn, key):
+    def _delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
         return self._records.delete(etxn, key)
 
-    def put_many(self, recs, *, blind=False, txn=None):
+    def put_many(self, recs: Iterable[Any], *, blind: bool = False,
+                 txn: Transaction | None = None) -> list[Key]:
         """Store every record of `recs` in one transaction; return their keys.
 
         Each gets its key and index entries as :meth:`put` gives them, in
@@ -293,10 +321,12 @@ class Collection(Indexed, Queryable):
         """
         return self._txns.run(txn, True, self._put_many, list(recs), blind)
 
-    def _put_many(self, txn, etxn, recs, blind):
+    def _put_many(self, txn: Transaction, etxn: EngineTransaction, recs: list[Any],
+                  blind: bool) -> list[Key]:
         return self._records.put_many(txn, etxn, recs, blind)
 
-    def delete_many(self, keys, *, txn=None):
+    def delete_many(self, keys: Iterable[object], *,
+                    txn: Transaction | None = None) -> list[Record | None]:
         """Delete the records under `keys` in one transaction, as :meth:`delete` each.
 
         The call is atomic: every record is read, decoded and its index
@@ -319,7 +349,7 @@ class Collection(Indexed, Queryable):
         :raises ~centidb.errors.TransactionError: if `txn` has ended or is
             read-only.
         """
-        tuples = []
+        tuples: list[Key] = []
         for key in keys:
             if type(key) is Record:
                 if key.key is None:
@@ -329,13 +359,16 @@ class Collection(Indexed, Queryable):
             tuples.append(as_key(key))
         return self._txns.run(txn, True, self._delete_many, tuples)
 
-    def _delete_many(self, txn, etxn, keys):
+    def _delete_many(self, txn: Transaction, etxn: EngineTransaction,
+                     keys: list[Key]) -> list[Record | None]:
         return self._records.delete_many(etxn, keys)
 
     # --- batches -------------------------------------------------------------
 
-    def batch(self, lo=None, hi=None, *, prefix=None, startswith=None, max_recs=None,
-              max_bytes=None, packer=encodings.ZLIB_PACKER, txn=None):
+    def batch(self, lo: object = None, hi: object = None, *, prefix: object = None,
+              startswith: object = None, max_recs: int | None = None,
+              max_bytes: int | None = None, packer: Encoder = encodings.ZLIB_PACKER,
+              txn: Transaction | None = None) -> tuple[int, int, Key | None]:
         """Store runs of adjacent records in the range as compressed batches.
 
         Every record in the range is rewritten into batches, each compressed
@@ -381,7 +414,9 @@ class Collection(Indexed, Queryable):
         return self._txns.run(txn, True, self._batch, lo_bytes, hi_bytes,
                               max_recs or batches.MAX_MEMBERS, max_bytes, packer_id, packer)
 
-    def _batch(self, txn, etxn, lo_bytes, hi_bytes, max_recs, max_bytes, packer_id, packer):
+    def _batch(self, txn: Transaction, etxn: EngineTransaction, lo_bytes: bytes,
+               hi_bytes: bytes, max_recs: int, max_bytes: int | None, packer_id: int,
+               packer: Encoder) -> tuple[int, int, Key | None]:
         self._records.check_writable()
         found, made, last = self._view.batch(etxn, lo_bytes, hi_bytes, max_recs, max_bytes,
                                              packer_id, packer)
@@ -395,7 +430,8 @@ class Collection(Indexed, Queryable):
 
     # --- reading -------------------------------------------------------------
 
-    def get(self, key, default=None, *, txn=None, rec=False, encoded=False, raw=False):
+    def get(self, key: object, default: Any = None, *, txn: Transaction | None = None,
+            rec: bool = False, encoded: bool = False, raw: bool = False) -> Any:
         """Return the value stored under `key`, or `default`.
 
         :param key: the key tuple (a bare value means a 1-tuple).
@@ -420,7 +456,8 @@ class Collection(Indexed, Queryable):
         return self._txns.run(txn, False, self._records.read, as_key(key), default,
                               encoded, rec)
 
-    def get_many(self, keys, default=None, txn=None):
+    def get_many(self, keys: Iterable[object], default: Any = None,
+                 txn: Transaction | None = None) -> list[Any]:
         """Return a list with the value of each key in `keys` (or `default`).
 
         All are read in one transaction.
@@ -441,15 +478,19 @@ class Collection(Indexed, Queryable):
         packed = [keylib.packs(as_key(key), self.prefix) for key in keys]
         return self._txns.run(txn, False, self._records.read_many, packed, default)
 
-    def _iter(self, txn, lo, hi, prefix, startswith, reverse, max, include):
+    def _iter(self, txn: Transaction | None, lo: object, hi: object, prefix: object,
+              startswith: object, reverse: bool, max: int | None,
+              include: bool) -> Iterator[Item]:
         check_query(reverse, max)
         lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max,
                                   self._records.items)
 
     @query_doc('key')
-    def items(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-              max=None, include=False, txn=None):
+    def items(self, lo: object = None, hi: object = None, *, prefix: object = None,
+              startswith: object = None, reverse: bool = False, max: int | None = None,
+              include: bool = False,
+              txn: Transaction | None = None) -> Iterator[tuple[Key, Any]]:
         """Iterate ``(key, value)`` pairs in key order.
 
         {query}
@@ -461,8 +502,9 @@ class Collection(Indexed, Queryable):
         return _decoded_items(pairs, self._name, len(self.prefix), self._records)
 
     @query_doc('key')
-    def keys(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-             max=None, include=False, txn=None):
+    def keys(self, lo: object = None, hi: object = None, *, prefix: object = None,
+             startswith: object = None, reverse: bool = False, max: int | None = None,
+             include: bool = False, txn: Transaction | None = None) -> Iterator[Key]:
         """Iterate keys in key order, without decoding any value.
 
         {query}
@@ -474,8 +516,9 @@ class Collection(Indexed, Queryable):
         return _decoded_keys(keys, self._name, len(self.prefix))
 
     @query_doc('key')
-    def values(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-               max=None, include=False, txn=None):
+    def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
+               startswith: object = None, reverse: bool = False, max: int | None = None,
+               include: bool = False, txn: Transaction | None = None) -> Iterator[Any]:
         """Iterate values in key order.
 
         {query}
@@ -486,12 +529,13 @@ class Collection(Indexed, Queryable):
         pairs = self._iter(txn, lo, hi, prefix, startswith, reverse, max, include)
         return _decoded_values(pairs, self._records)
 
-    def _entry_keys(self, etxn, lo, hi, reverse):
+    def _entry_keys(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
+                    reverse: bool) -> Iterator[bytes]:
         # Through the batch view even when no batch is known: another
         # process may have batched records since the metadata was read.
         return (key_bytes for key_bytes, _ in self._records.items(etxn, lo, hi, reverse))
 
-    def _group_of(self, key_bytes, size):
+    def _group_of(self, key_bytes: bytes, size: int) -> Key:
         try:
             return keylib.unpacks(key_bytes, self._prefix)[:size]
         except CorruptKeyError as exc:
@@ -499,46 +543,47 @@ class Collection(Indexed, Queryable):
 
     # --- the mapping protocol ------------------------------------------------
 
-    def __len__(self):
+    def __len__(self) -> int:
         return self.count()
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         for _ in self.keys(max=1):
             return True
         return False
 
-    def __contains__(self, key):
+    def __contains__(self, key: object) -> bool:
         return self._txns.run(None, False, self._has, as_key(key))
 
-    def _has(self, txn, etxn, key):
+    def _has(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> bool:
         return self._records.stored(etxn, keylib.packs(key, self._prefix)) is not None
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: object) -> Any:
         value = self.get(key, _MISSING)
         if value is _MISSING:
             raise KeyError(key)
         return value
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: object, value: Any) -> None:
         self.put(value, key=key)
 
-    def __delitem__(self, key):
+    def __delitem__(self, key: object) -> None:
         if self.delete(key) is None:
             raise KeyError(key)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Key]:
         return self.keys()
 
 
 _MISSING = object()
 
 
-def _corrupt_key(name, key_bytes, exc):
+def _corrupt_key(name: str, key_bytes: bytes, exc: CorruptKeyError) -> CorruptKeyError:
     return CorruptKeyError(f'collection {name!r}: a record key is corrupt ({exc}): '
                            f'{bytes(key_bytes)!r}')
 
 
-def _decoded_items(pairs, name, start, records):
+def _decoded_items(pairs: Iterator[Item], name: str, start: int,
+                   records: Records) -> Iterator[tuple[Key, Any]]:
     unpacks, decode = keylib.unpacks, records.decode
     for key_bytes, stored in pairs:
         try:
@@ -552,7 +597,7 @@ def _decoded_items(pairs, name, start, records):
         yield key, value
 
 
-def _decoded_keys(keys, name, start):
+def _decoded_keys(keys: Iterator[bytes], name: str, start: int) -> Iterator[Key]:
     unpacks = keylib.unpacks
     for key_bytes in keys:
         try:
@@ -562,7 +607,7 @@ def _decoded_keys(keys, name, start):
         yield key
 
 
-def _decoded_values(pairs, records):
+def _decoded_values(pairs: Iterator[Item], records: Records) -> Iterator[Any]:
     decode = records.decode
     for key_bytes, stored in pairs:
         try:
@@ -575,8 +620,8 @@ def _decoded_values(pairs, records):
 class _Detached:
     """Stands in for the record paths of a collection that no longer exists."""
 
-    def __init__(self, why):
+    def __init__(self, why: str) -> None:
         self.why = why
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> NoReturn:
         raise StoreError(self.why)

@@ -6,12 +6,20 @@ through a plain Python function; each tuple is stored as one entry (layout in
 :mod:`centidb.query`.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator
+
 from centidb import keylib
+from centidb.catalog import Catalog
+from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
+from centidb.keylib import Key
 from centidb.query import Queryable, check_query, query_doc, readonly
-from centidb.access import (corrupt_entry_error, delete_index_entries, first_entry,
+from centidb.access import (Records, corrupt_entry_error, delete_index_entries, first_entry,
                             split_entries)
 from centidb.records import as_key
+from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Index', 'IndexSet', 'Indexed']
 
@@ -34,7 +42,8 @@ class Index(Queryable):
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
     """
 
-    def __init__(self, coll, name, index_id, func, txns):
+    def __init__(self, coll: Indexed, name: str, index_id: int, func: Callable[[Any], Any],
+                 txns: TxnManager) -> None:
         self._coll = coll
         self._txns = txns
         self._name = name
@@ -44,38 +53,49 @@ class Index(Queryable):
 
     # Read-only: the collection's put() is prepared from these.
 
-    coll = readonly('_coll', 'The :class:`~centidb.collection.Collection` indexed.')
-    name = readonly('_name', "The index's name (``str``).")
-    index_id = readonly('_index_id', "The index's number in the store; its entries start with it.")
-    func = readonly('_func', 'The index function.')
-    prefix = readonly('_prefix', 'The bytes every entry of the index starts with.')
-    def __repr__(self):
+    # (Any: this layer cannot name the Collection class.)
+    coll: Final[Any] = readonly('_coll', 'The :class:`~centidb.collection.Collection` indexed.')
+    name: Final[str] = readonly('_name', "The index's name (``str``).")
+    index_id: Final[int] = readonly(
+        '_index_id', "The index's number in the store; its entries start with it.")
+    func: Final[Callable[[Any], Any]] = readonly('_func', 'The index function.')
+    prefix: Final[bytes] = readonly('_prefix', 'The bytes every entry of the index starts with.')
+
+    def __repr__(self) -> str:
         return f'<Index {self.coll.name}.{self.name}>'
 
-    def _scan(self, txn, lo, hi, prefix, startswith, reverse, max, include):
+    def _scan(self, txn: Transaction | None, lo: object, hi: object, prefix: object,
+              startswith: object, reverse: bool, max: int | None,
+              include: bool) -> Iterator[tuple[Key, Key]]:
         """Iterate ``(index tuple, record key)`` for the query."""
         check_query(reverse, max)
         lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max,
                                   self._split_entries)
 
-    def _split_entries(self, etxn, lo, hi, reverse):
+    def _split_entries(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
+                       reverse: bool) -> Iterator[tuple[Key, Key]]:
         return split_entries(etxn, self._prefix, lo, hi, reverse)
 
-    def _records(self, txn, lo, hi, prefix, startswith, reverse, max, include, items):
+    def _records(self, txn: Transaction | None, lo: object, hi: object, prefix: object,
+                 startswith: object, reverse: bool, max: int | None, include: bool,
+                 items: bool) -> Iterator[Any]:
         """Iterate the records (or index tuple and record pairs) of a query."""
         check_query(reverse, max)
         lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
         reader = self._coll.records.reader
         index_prefix, name = self._prefix, self._name
 
-        def source(etxn, lo, hi, reverse):
+        def source(etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
+                   reverse: bool) -> Iterator[Any]:
             return reader.index_records(index_prefix, name, items, etxn, lo, hi, reverse)
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max, source)
 
     @query_doc('index tuple')
-    def pairs(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-              max=None, include=False, txn=None):
+    def pairs(self, lo: object = None, hi: object = None, *, prefix: object = None,
+              startswith: object = None, reverse: bool = False, max: int | None = None,
+              include: bool = False,
+              txn: Transaction | None = None) -> Iterator[tuple[Key, Key]]:
         """Iterate ``(index tuple, record key)`` pairs, one per matching entry.
 
         {query}
@@ -84,8 +104,9 @@ class Index(Queryable):
         return self._scan(txn, lo, hi, prefix, startswith, reverse, max, include)
 
     @query_doc('index tuple')
-    def tups(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-             max=None, include=False, txn=None):
+    def tups(self, lo: object = None, hi: object = None, *, prefix: object = None,
+             startswith: object = None, reverse: bool = False, max: int | None = None,
+             include: bool = False, txn: Transaction | None = None) -> Iterator[Key]:
         """Iterate index tuples (one per matching entry).
 
         {query}
@@ -95,8 +116,9 @@ class Index(Queryable):
         return (tup for tup, _ in entries)
 
     @query_doc('index tuple')
-    def keys(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-             max=None, include=False, txn=None):
+    def keys(self, lo: object = None, hi: object = None, *, prefix: object = None,
+             startswith: object = None, reverse: bool = False, max: int | None = None,
+             include: bool = False, txn: Transaction | None = None) -> Iterator[Key]:
         """Iterate the keys of the records the matching entries point to.
 
         No record is read: the keys are taken from the entries.
@@ -108,8 +130,10 @@ class Index(Queryable):
         return (key for _, key in entries)
 
     @query_doc('index tuple')
-    def items(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-              max=None, include=False, txn=None):
+    def items(self, lo: object = None, hi: object = None, *, prefix: object = None,
+              startswith: object = None, reverse: bool = False, max: int | None = None,
+              include: bool = False,
+              txn: Transaction | None = None) -> Iterator[tuple[Key, Any]]:
         """Iterate ``(index tuple, record value)`` pairs, one per matching entry.
 
         {query}
@@ -122,8 +146,9 @@ class Index(Queryable):
         return self._records(txn, lo, hi, prefix, startswith, reverse, max, include, True)
 
     @query_doc('index tuple')
-    def values(self, lo=None, hi=None, *, prefix=None, startswith=None, reverse=False,
-               max=None, include=False, txn=None):
+    def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
+               startswith: object = None, reverse: bool = False, max: int | None = None,
+               include: bool = False, txn: Transaction | None = None) -> Iterator[Any]:
         """Iterate the values of the records the matching entries point to.
 
         {query}
@@ -135,19 +160,23 @@ class Index(Queryable):
         """
         return self._records(txn, lo, hi, prefix, startswith, reverse, max, include, False)
 
-    def _entry_keys(self, etxn, lo, hi, reverse):
+    _keys_are_results = True    # one entry, one result: the engine counts them
+
+    def _entry_keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
+                    reverse: bool) -> Iterator[bytes]:
         return etxn.keys(lo, hi, reverse)
 
-    def _group_of(self, entry, size):
+    def _group_of(self, entry: bytes, size: int) -> Key:
         parts = keylib.unpacks_list(entry, self._prefix)
         if len(parts) != 2:
             raise corrupt_entry_error(entry)
         return parts[0][:size]
 
-    def __contains__(self, tup):
+    def __contains__(self, tup: object) -> bool:
         return self.has(tup)
 
-    def get(self, tup, default=None, *, rec=False, txn=None):
+    def get(self, tup: object, default: Any = None, *, rec: bool = False,
+            txn: Transaction | None = None) -> Any:
         """Return the value of the first record whose index tuple equals `tup`.
 
         "First" is in record key order among the entries for `tup`.
@@ -174,10 +203,12 @@ class Index(Queryable):
             return self._txns.run(None, False, self._get_in, tup, default)
         return self._coll.records.reader.index_get(txn, self._prefix, self._name, tup, default)
 
-    def _get_in(self, txn, etxn, tup, default):
+    def _get_in(self, txn: Transaction, etxn: EngineTransaction, tup: object,
+                default: Any) -> Any:
         return self._coll.records.reader.index_get(txn, self._prefix, self._name, tup, default)
 
-    def get_many(self, tups, default=None, *, rec=False, txn=None):
+    def get_many(self, tups: Iterable[object], default: Any = None, *, rec: bool = False,
+                 txn: Transaction | None = None) -> list[Any]:
         """Return a list with, for each index tuple of `tups`, what :meth:`get` returns.
 
         All are read in one transaction.
@@ -201,14 +232,15 @@ class Index(Queryable):
         tuples = [as_key(tup) for tup in tups]
         return self._txns.run(txn, False, self._get_many_in, tuples, default, rec)
 
-    def _get_many_in(self, txn, etxn, tups, default, rec):
+    def _get_many_in(self, txn: Transaction, etxn: EngineTransaction, tups: list[Key],
+                     default: Any, rec: bool) -> list[Any]:
         prefix, name, records = self._prefix, self._name, self._coll.records
         if rec:
             return [records.index_record(etxn, prefix, name, tup, default) for tup in tups]
         index_get = records.reader.index_get
         return [index_get(txn, prefix, name, tup, default) for tup in tups]
 
-    def has(self, tup, *, txn=None):
+    def has(self, tup: object, *, txn: Transaction | None = None) -> bool:
         """Return True if some record has the index tuple `tup`.
 
         :param tup: the index tuple (a bare value means a 1-tuple).
@@ -219,7 +251,7 @@ class Index(Queryable):
         """
         return self._txns.run(txn, False, self._has_in, as_key(tup))
 
-    def _has_in(self, txn, etxn, tup):
+    def _has_in(self, txn: Transaction, etxn: EngineTransaction, tup: Key) -> bool:
         return first_entry(etxn, self._prefix, tup) is not None
 
 
@@ -239,7 +271,10 @@ class IndexSet:
     :param changed: called with no arguments after the added indexes change.
     """
 
-    def __init__(self, coll, txns, catalog, coll_name, index_ids, fill, changed):
+    def __init__(self, coll: Indexed, txns: TxnManager, catalog: Catalog, coll_name: str,
+                 index_ids: dict[str, int],
+                 fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes], object],
+                 changed: Callable[[], object]) -> None:
         self.coll = coll
         self.txns = txns
         self.catalog = catalog
@@ -248,15 +283,15 @@ class IndexSet:
         self.fill = fill
         self.changed = changed
         #: Name -> :class:`Index`, for the indexes added in this session.
-        self.added = {}
+        self.added: dict[str, Index] = {}
         #: Name -> prefix id, for every index stored.
         self.ids = dict(index_ids)
 
-    def unbound(self):
+    def unbound(self) -> frozenset[str]:
         """The names of the stored indexes not added in this session."""
         return frozenset(self.ids) - frozenset(self.added)
 
-    def add(self, name, func):
+    def add(self, name: str, func: Callable[[Any], Any]) -> Index:
         """Add (or re-add) the index `name`; see ``Collection.add_index``.
 
         :param name: the index's name.
@@ -278,7 +313,7 @@ class IndexSet:
             if name in self.added:
                 raise ValueError(f'index {name!r} was just added to collection '
                                  f'{self.coll_name!r} by another thread')
-            etxn = txn.engine_txn
+            etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # open
             # Read in the write transaction: another process may have made it.
             index_id = self.catalog.index_ids(etxn, self.coll_id).get(name)
             if index_id is not None:
@@ -297,7 +332,7 @@ class IndexSet:
                             else None)
         return index
 
-    def reload(self, index_ids):
+    def reload(self, index_ids: dict[str, int]) -> None:
         """Take up the stored indexes as another process left them.
 
         An added index that was dropped or made again elsewhere is no longer
@@ -311,18 +346,18 @@ class IndexSet:
                 del self.added[name]
         self.changed()
 
-    def _bind(self, index):
+    def _bind(self, index: Index) -> None:
         self.added[index.name] = index
         self.ids[index.name] = index.index_id
         self.changed()
 
-    def _unbind(self, name):
+    def _unbind(self, name: str) -> None:
         """Forget the index `name` in this session (dropped, or never committed)."""
         self.added.pop(name, None)
         self.ids.pop(name, None)
         self.changed()
 
-    def rebuild(self, name):
+    def rebuild(self, name: str) -> None:
         """Write the entries of the added index `name` again from the records.
 
         :param name: the index's name.
@@ -335,10 +370,11 @@ class IndexSet:
             raise UnknownIndexError(f'collection {self.coll_name!r} has no index {name!r} '
                                     f'added in this session; add_index() it first')
         with self.txns.writing() as txn:
-            delete_index_entries(txn.engine_txn, index.prefix)
-            self.fill(txn.engine_txn, index.func, index.prefix)
+            etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # open
+            delete_index_entries(etxn, index.prefix)
+            self.fill(etxn, index.func, index.prefix)
 
-    def drop(self, name):
+    def drop(self, name: str) -> None:
         """Delete the index `name` and its entries; see ``Collection.drop_index``.
 
         :param name: the index's name.
@@ -349,13 +385,14 @@ class IndexSet:
                                     f'to drop')
         index_id = self.ids[name]
         with self.txns.writing() as txn, self.catalog.lock:
-            delete_index_entries(txn.engine_txn, keylib.packs(index_id))
+            delete_index_entries(txn.engine_txn,  # type: ignore[arg-type]  # open
+                                 keylib.packs(index_id))
             self.catalog.delete_index(txn, self.coll_id, name)
             index = self.added.get(name)
             self._unbind(name)
             txn.undo.append(lambda: self._rebind(name, index_id, index))
 
-    def _rebind(self, name, index_id, index):
+    def _rebind(self, name: str, index_id: int, index: Index | None) -> None:
         """Undo a drop whose transaction aborted."""
         self.ids[name] = index_id
         if index is not None:
@@ -366,7 +403,16 @@ class IndexSet:
 class Indexed:
     """The index methods of a collection, which keeps its :class:`IndexSet` as ``_index_set``."""
 
-    def add_index(self, name, func):
+    _index_set: IndexSet
+
+    if TYPE_CHECKING:   # what the collection provides, declared for the type checker
+        @property
+        def coll_id(self) -> int: ...
+
+        @property
+        def records(self) -> Records: ...
+
+    def add_index(self, name: str, func: Callable[[Any], Any]) -> Index:
         """Add (or, after a reopen, re-add) the index `name`; return it.
 
         Functions are not stored: after reopening a store, call
@@ -393,7 +439,7 @@ class Indexed:
             raise TypeError(f'index function for {name!r} must be callable')
         return self._index_set.add(name, func)
 
-    def drop_index(self, name):
+    def drop_index(self, name: str) -> None:
         """Delete the index `name` and all its entries from the store.
 
         Like ``add_index``, this commits in a transaction of its own. The
@@ -408,7 +454,7 @@ class Indexed:
         """
         self._index_set.drop(name)
 
-    def reindex(self, name):
+    def reindex(self, name: str) -> None:
         """Rebuild the index `name`: delete its entries and write them again.
 
         Repairs an index that :meth:`~centidb.store.Store.verify` reports as

@@ -152,8 +152,10 @@ class Queryable:
     _keys_are_results = False
 
     if TYPE_CHECKING:   # what a subclass provides, declared for the type checker
-        prefix: bytes
         _txns: TxnManager
+
+        @property
+        def prefix(self) -> bytes: ...
 
         def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
                    startswith: object = None, reverse: bool = False, max: int | None = None,

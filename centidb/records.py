@@ -17,20 +17,31 @@ This layer calls engine transactions only (and reads the fields of the
 store transactions it is handed); never a layer above.
 """
 
+from __future__ import annotations
+
 import types
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
 
 from centidb import impl, keylib
+from centidb.engines import EngineTransaction
+from centidb.engines.base import Item
 from centidb.errors import CentiError
 from centidb.keyformat import KEY_SEP
+from centidb.keylib import Key
+from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key',
-           'delete_stale', 'checked_engine_txn', 'put_many']
+           'delete_stale', 'checked_engine_txn', 'put_many', 'IndexSpec']
 
 ENTRY_SEP = bytes([KEY_SEP])
 _EMPTY = b''
 
+#: One index as :func:`index_entries` takes it: ``(index function, index
+#: prefix)``.
+IndexSpec = Tuple[Callable[[Any], Any], bytes]
 
-def as_key(value):
+
+def as_key(value: object) -> Key:
     """A key tuple from a tuple (or namedtuple) or a bare value.
 
     :param value: a tuple, or one key element.
@@ -57,29 +68,30 @@ class Record:
 
     __slots__ = ('coll', 'data', 'key', '_stored', '_entries', '_indexes')
 
-    def __init__(self, coll, data, key=None, _stored=None, _entries=None,
-                 _indexes=None):
-        self.coll = coll
+    def __init__(self, coll: Any, data: Any, key: Key | None = None,
+                 _stored: bytes | None = None, _entries: list[bytes] | None = None,
+                 _indexes: tuple[object, ...] | None = None) -> None:
+        self.coll = coll    # Any: this layer cannot name the collection's class
         self.data = data
         self.key = key
         self._stored = _stored
         self._entries = _entries      # index entries of the stored version
         self._indexes = _indexes      # the index set _entries was made for
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         name = self.coll.name if self.coll is not None else None
         return f'<Record {name}:{self.key!r} {self.data!r}>'
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         if not isinstance(other, Record):
             return NotImplemented
         return (self.coll is other.coll and self.key == other.key
                 and self.data == other.data)
 
-    __hash__ = None
+    __hash__ = None     # type: ignore[assignment]  # compared by value: unhashable
 
 
-def index_entries(specs, data, tail):
+def index_entries(specs: tuple[IndexSpec, ...], data: Any, tail: bytes) -> list[bytes]:
     """Return the index entry keys of one record.
 
     An exception raised by an index function propagates.
@@ -97,7 +109,7 @@ def index_entries(specs, data, tail):
     :raises ~centidb.errors.KeyEncodingError: as
         :func:`~centidb.keylib.packs`.
     """
-    entries = []
+    entries: list[bytes] = []
     packs = keylib.packs
     for func, prefix in specs:
         result = func(data)
@@ -113,7 +125,8 @@ def index_entries(specs, data, tail):
     return entries
 
 
-def delete_stale(etxn, old_entries, entries):
+def delete_stale(etxn: EngineTransaction, old_entries: list[bytes] | None,
+                 entries: list[bytes]) -> None:
     """Delete the index entries of a record's old version it no longer has.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
@@ -127,7 +140,8 @@ def delete_stale(etxn, old_entries, entries):
                 etxn.delete(entry)
 
 
-def checked_engine_txn(txns, txn_class, txn, write):
+def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Transaction,
+                       write: bool) -> EngineTransaction:
     """The engine transaction of the store transaction `txn`, checked.
 
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
@@ -145,7 +159,7 @@ def checked_engine_txn(txns, txn_class, txn, write):
     return txns.engine_txn(txn, write)   # raises the right error
 
 
-def put_many(etxn, writes):
+def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
     """Write the ``(key, value)`` list `writes` through the engine's fastest path.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
@@ -196,9 +210,14 @@ class RecordWriter:
         while :meth:`write_many` takes the counter's value from its caller.
     """
 
-    def __init__(self, coll, txns, txn_class, usable, prefix, encode, compress, header,
-                 key_func, specs, indexes, limit, old_entries, too_long, record_class,
-                 counted=False):
+    def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction],
+                 usable: bool, prefix: bytes, encode: Callable[[Any], bytes],
+                 compress: Callable[[bytes], bytes] | None, header: bytes,
+                 key_func: Callable[[Any], Any] | None, specs: tuple[IndexSpec, ...],
+                 indexes: tuple[object, ...], limit: int | None,
+                 old_entries: Callable[[bytes, bytes], list[bytes]],
+                 too_long: Callable[[Key, bytes, list[bytes]], object], record_class: type,
+                 counted: bool = False) -> None:
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -216,7 +235,7 @@ class RecordWriter:
         self.record_class = record_class
         self.counted = counted
 
-    def write(self, txn, data, key, blind):
+    def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
         """Store `data` in the store transaction `txn`; return its Record.
 
         Raises what the key function, index functions, encoder or engine
@@ -262,7 +281,8 @@ class RecordWriter:
         put_many(etxn, writes)
         return Record(self.coll, data, key, value, entries, self.indexes)
 
-    def write_many(self, etxn, datas, blind, first_id):
+    def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
+                   first_id: int | None) -> list[Key] | None:
         """Store each value of the list `datas`; return their keys, in order.
 
         Every key, stored value and index entry is made, and (unless
@@ -298,14 +318,15 @@ class RecordWriter:
         packs = keylib.packs
         start = len(prefix)
         reads = not blind and bool(self.indexes)
-        latest = {}         # with reads: key bytes -> (value, entry tail, entries)
-        writes = []
-        keys = []
+        # With reads: key bytes -> (value, entry tail, entries).
+        latest: dict[bytes, tuple[bytes, bytes, tuple[bytes, ...]]] = {}
+        writes: list[Item] = []
+        keys: list[Key] = []
         next_id = first_id
         for data in datas:
             encoded = encode(data)
             if next_id is None:
-                key = as_key(key_func(data))
+                key = as_key(key_func(data))  # type: ignore[misc]  # checked above: not None
             else:
                 key = (next_id,)
                 next_id += 1
@@ -324,20 +345,20 @@ class RecordWriter:
             else:
                 writes.append((key_bytes, value))
                 writes += [(entry, _EMPTY) for entry in entries]
-        stale = []
+        stale: list[bytes] = []
         # Every key is within the engine's limit now: the unchecked getter is safe.
         get = etxn._fast_get if latest else None
         if get is None:
             get = etxn.get
-        for key_bytes, (value, entry_tail, entries) in latest.items():
+        for key_bytes, (value, entry_tail, held) in latest.items():
             old = get(key_bytes)
             if old is not None:
                 old_entries = self.old_entries(old, entry_tail)
                 if old_entries:
-                    keep = set(entries)
+                    keep = set(held)
                     stale += [entry for entry in old_entries if entry not in keep]
             writes.append((key_bytes, value))
-            writes += [(entry, _EMPTY) for entry in entries]
+            writes += [(entry, _EMPTY) for entry in held]
         # Everything that can fail has run: from here on, writes.
         for entry in stale:
             etxn.delete(entry)
@@ -374,8 +395,13 @@ class RecordReader:
         the error for a stored value that cannot be decoded.
     """
 
-    def __init__(self, txns, txn_class, prefix, plain_id, decode_plain, decode, limit,
-                 batched, batch_get, missing, corrupt_entry, corrupt_record):
+    def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
+                 plain_id: int, decode_plain: Callable[[bytes], Any],
+                 decode: Callable[[bytes], Any], limit: int | None, batched: bool,
+                 batch_get: Callable[[EngineTransaction, bytes], bytes | None],
+                 missing: Callable[[str, Key], Exception],
+                 corrupt_entry: Callable[[bytes], Exception],
+                 corrupt_record: Callable[[bytes, Exception], Exception]) -> None:
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -389,7 +415,7 @@ class RecordReader:
         self.corrupt_entry = corrupt_entry
         self.corrupt_record = corrupt_record
 
-    def _stored(self, etxn, key_bytes):
+    def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         if self.batched:
             return self.batch_get(etxn, key_bytes)
         fast_get = etxn._fast_get
@@ -397,7 +423,7 @@ class RecordReader:
             return etxn.get(key_bytes)
         return fast_get(key_bytes)
 
-    def get(self, txn, key, default):
+    def get(self, txn: Transaction, key: object, default: Any) -> Any:
         """Return the value stored under `key`, or `default`.
 
         :param txn: a :class:`~centidb.txn.Transaction` of the store.
@@ -417,7 +443,7 @@ class RecordReader:
             return default
         return self._decoded(key_bytes, stored)
 
-    def _decoded(self, key_bytes, stored):
+    def _decoded(self, key_bytes: bytes, stored: bytes) -> Any:
         try:
             return self.decode(stored)
         except CentiError:
@@ -425,7 +451,8 @@ class RecordReader:
         except Exception as exc:
             raise self.corrupt_record(key_bytes, exc) from exc
 
-    def index_get(self, txn, index_prefix, index_name, x, default):
+    def index_get(self, txn: Transaction, index_prefix: bytes, index_name: str, x: object,
+                  default: Any) -> Any:
         """Return the value of the first record whose index tuple is `x`.
 
         :param txn: a :class:`~centidb.txn.Transaction` of the store.
@@ -452,7 +479,9 @@ class RecordReader:
             raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
         return self._decoded(key_bytes, stored)
 
-    def index_records(self, index_prefix, index_name, items, etxn, lo, hi, reverse):
+    def index_records(self, index_prefix: bytes, index_name: str, items: bool,
+                      etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
+                      reverse: bool) -> Iterator[Any]:
         """Iterate the records the entries of an index in ``[lo, hi)`` point at.
 
         :param index_prefix: the index's prefix.
@@ -489,7 +518,11 @@ class RecordReader:
 #: tests and the docs).
 PYTHON = types.SimpleNamespace(Record=Record, RecordWriter=RecordWriter,
                                RecordReader=RecordReader, index_entries=index_entries)
-Record = impl.choose(Record)
-RecordWriter = impl.choose(RecordWriter)
-RecordReader = impl.choose(RecordReader)
+# A class twin is chosen at run time only: a type checker cannot rebind a
+# class name, so it sees the pure class, whose interface the twin's stub
+# (centidb/_speedups.pyi) repeats; tests/typing_twins.py checks they agree.
+if not TYPE_CHECKING:
+    Record = impl.choose(Record)
+    RecordWriter = impl.choose(RecordWriter)
+    RecordReader = impl.choose(RecordReader)
 index_entries = impl.choose(index_entries)

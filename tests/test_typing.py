@@ -11,12 +11,16 @@ The package ships ``py.typed`` (PEP 561) and a stub of its compiled twin,
   ``mypy --strict`` as a user would run it: centidb is followed but its own
   errors are not reported (``follow_imports = silent``, as for an installed
   package), so what fails is an untyped call or a wrong type in the program.
+* So does the tutorial's code (``docs/tutorial.rst``), as one module.
 """
 
 import ast
+import doctest
 import os
+import re
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -32,12 +36,6 @@ USER_CONFIG = """\
 [mypy]
 strict = True
 follow_imports = silent
-"""
-
-#: stubtest's allowlist: the members of the records twins, typed in issue 13's
-#: phase 2 (centidb/records.py and _records.pxi are being changed meanwhile).
-STUBTEST_ALLOWLIST = r"""
-centidb\._speedups\.Record(Writer|Reader)?\..*
 """
 
 
@@ -65,12 +63,8 @@ def test_package_passes_mypy_strict():
 
 @needs_mypy
 @pytest.mark.skipif(impl.compiled_module() is None, reason='centidb._speedups is not built')
-def test_stub_matches_the_compiled_twin(tmp_path):
-    allowlist = tmp_path / 'allowlist.txt'
-    allowlist.write_text(STUBTEST_ALLOWLIST)
-    result = run('mypy.stubtest', '--mypy-config-file', 'pyproject.toml',
-                 '--allowlist', str(allowlist), '--ignore-unused-allowlist',
-                 'centidb._speedups')
+def test_stub_matches_the_compiled_twin():
+    result = run('mypy.stubtest', '--mypy-config-file', 'pyproject.toml', 'centidb._speedups')
     assert result.returncode == 0, report(result)
 
 
@@ -101,12 +95,91 @@ def test_user_program_runs():
     assert typing_user.main()[-1] == 'count: 2'
 
 
-@needs_mypy
-@pytest.mark.xfail(reason='phase 2: upper layers untyped', strict=True)
-def test_user_program_passes_mypy_strict(tmp_path):
+def user_mypy(tmp_path, path):
+    """Run mypy on `path` with :data:`USER_CONFIG`; return the finished process."""
     config = tmp_path / 'mypy.ini'
     config.write_text(USER_CONFIG + f'mypy_path = {ROOT}\n')
-    result = run('mypy', '--config-file', str(config),
-                 '--cache-dir', os.path.join(CACHE, 'user'),
-                 os.path.join('tests', 'typing_user.py'))
+    return run('mypy', '--config-file', str(config), '--cache-dir', os.path.join(CACHE, 'user'),
+               str(path))
+
+
+@needs_mypy
+def test_user_program_passes_mypy_strict(tmp_path):
+    result = user_mypy(tmp_path, os.path.join('tests', 'typing_user.py'))
     assert result.returncode == 0, report(result)
+
+
+#: A directive whose content is Python the doctest build runs.
+_CODE_DIRECTIVE = re.compile(r'^( *)\.\. (testsetup|testcode|doctest)::')
+
+
+def page_code(text):
+    """The Python code of an rst page's testsetup, testcode and doctest blocks, in order.
+
+    A doctest block gives the source of its examples (``>>>`` and ``...``
+    lines); an expression whose value the page shows is left as a statement.
+    """
+    lines = text.splitlines()
+    parser = doctest.DocTestParser()
+    blocks = []
+    i = 0
+    while i < len(lines):
+        match = _CODE_DIRECTIVE.match(lines[i])
+        i += 1
+        if match is None:
+            continue
+        indent = len(match.group(1))
+        body = []
+        while i < len(lines) and (not lines[i].strip()
+                                  or len(lines[i]) - len(lines[i].lstrip(' ')) > indent):
+            body.append(lines[i])
+            i += 1
+        content = textwrap.dedent('\n'.join(body)).strip('\n').splitlines()
+        while content and content[0].startswith(':'):     # the directive's options
+            content.pop(0)
+        code = '\n'.join(content).strip('\n') + '\n'
+        if match.group(2) == 'doctest':
+            code = ''.join(example.source for example in parser.get_examples(code))
+        blocks.append(f'# --- {match.group(2)} block, line {i - len(body)} of the page\n{code}')
+    return '\n'.join(blocks)
+
+
+def test_page_code_takes_directives_and_doctest_sources():
+    text = textwrap.dedent("""\
+        Intro::
+
+           not_python = 1
+
+        .. testcode::
+           :hide:
+
+           x = 1
+
+        .. testoutput::
+
+           1
+
+        .. doctest::
+
+           >>> for y in (1, 2):
+           ...     print(y)
+           1
+           2
+           >>> x + 1
+           2
+        """)
+    code = page_code(text)
+    assert 'not_python' not in code and ':hide:' not in code and 'print(y)' in code
+    assert [line for line in code.splitlines() if not line.startswith('#')] == [
+        'x = 1', '', 'for y in (1, 2):', '    print(y)', 'x + 1']
+
+
+@needs_mypy
+def test_tutorial_code_passes_mypy_strict(tmp_path):
+    with open(os.path.join(ROOT, 'docs', 'tutorial.rst'), encoding='utf-8') as fp:
+        code = page_code(fp.read())
+    assert 'store.collection(' in code
+    module = tmp_path / 'tutorial_code.py'
+    module.write_text(code)
+    result = user_mypy(tmp_path, module)
+    assert result.returncode == 0, report(result) + '\n' + code

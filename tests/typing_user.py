@@ -41,6 +41,26 @@ def city_index(people: centidb.Collection) -> centidb.Index:
     return people.add_index('city', by_city)
 
 
+def add_person(people: centidb.Collection, person: dict[str, Any]) -> centidb.Record:
+    return people.put(person)
+
+
+def add_people(people: centidb.Collection, rows: list[dict[str, Any]]) -> list[Key]:
+    return people.put_many(rows)
+
+
+def remove_people(people: centidb.Collection, keys: list[Key]) -> list[centidb.Record | None]:
+    return people.delete_many(keys)
+
+
+def is_stored(people: centidb.Collection, key: Key) -> bool:
+    return key in people
+
+
+def stored_at(people: centidb.Collection, key: Key) -> Any:
+    return people[key]
+
+
 def first_key(people: centidb.Collection) -> Key | None:
     return next(people.keys(), None)
 
@@ -63,6 +83,22 @@ def how_many(people: centidb.Collection) -> int:
 
 def per_city(index: centidb.Index) -> list[tuple[Key, int]]:
     return index.group_counts()
+
+
+def per_surname(people: centidb.Collection) -> list[tuple[Key, int]]:
+    return people.group_counts()
+
+
+def first_in_each(index: centidb.Index, cities: list[str]) -> list[Any]:
+    return index.get_many(cities)
+
+
+def entries_of(index: centidb.Index, city: str) -> Iterator[tuple[Key, Key]]:
+    return index.pairs(prefix=city)
+
+
+def has_city(index: centidb.Index, city: str) -> bool:
+    return index.has(city)
 
 
 def found_in(people: centidb.Collection, surname: str) -> Any:
@@ -97,6 +133,19 @@ def main() -> list[str]:
         lines.append(f"index get: {dee['name'] if dee is not None else None}")
         lines.append(f"index keys: {list(keys_in(city, 'Leeds'))}")
         lines.append(f'per city: {per_city(city)}')
+        eve = add_person(people, {'surname': 'brown', 'name': 'eve', 'city': 'Hull'})
+        added = add_people(people, [{'surname': 'green', 'name': 'fay', 'city': 'Hull'},
+                                    {'surname': 'white', 'name': 'gil', 'city': 'York'}])
+        lines.append(f'put: {eve.key}, put_many: {added}')
+        lines.append(f'per surname: {per_surname(people)}')
+        firsts = first_in_each(city, ['Hull', 'Rome'])
+        lines.append(f"index get_many: {[p['name'] if p is not None else None for p in firsts]}")
+        lines.append(f"index pairs: {list(entries_of(city, 'Hull'))}, "
+                     f"has: {has_city(city, 'York')}")
+        lines.append(f"in: {is_stored(people, ('green', 'fay'))}, "
+                     f"getitem: {stored_at(people, ('green', 'fay'))['city']}")
+        gone = remove_people(people, [('brown', 'eve'), *added])
+        lines.append(f'delete_many: {[rec.key if rec is not None else None for rec in gone]}')
         lines.append(f"find: {found_in(people, 'smith')}")
         lines.append(f'counter: {next_visit(store)}, {next_visit(store)}')
         lines.append(f'collections: {names_in(store)}')
