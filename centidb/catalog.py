@@ -501,16 +501,40 @@ class Catalog:
         """
         return _bump(etxn, keylib.packs(_PREFIX_COUNTER), 0, 1, 'the prefix counter')
 
-    def create_index(self, txn: Transaction, coll_id: int, name: str) -> int:
+    def index_unique(self, etxn: EngineTransaction, coll_id: int, name: str) -> bool:
+        """Whether the stored index `name` of collection `coll_id` is unique.
+
+        Indexes stored before unique indexes existed are not.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :param coll_id: the collection's prefix id.
+        :param name: the index's name.
+        :raises ~centidb.errors.StoreFormatError: if the flag is not a bool.
+        """
+        value = etxn.get(_meta_key('index', coll_id, name))
+        if value is None:
+            return False
+        what = f'index {name!r} of collection id {coll_id}'
+        unique = _load(value, what).get('unique', False)
+        if type(unique) is not bool:
+            raise StoreFormatError(f'{what}: its unique flag is {unique!r}, not a bool')
+        return unique
+
+    def create_index(self, txn: Transaction, coll_id: int, name: str,
+                     unique: bool = False) -> int:
         """Number and store a new index of collection `coll_id`; return its id.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
         :param coll_id: the collection's prefix id.
         :param name: the index's name.
+        :param unique: whether no two records may share an index tuple.
         """
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
         index_id = _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1, 'the prefix counter')
-        etxn.put(_meta_key('index', coll_id, name), _dump({'id': index_id}))
+        meta: dict[str, Any] = {'id': index_id}
+        if unique:      # absent when false: stores from before read the same
+            meta['unique'] = True
+        etxn.put(_meta_key('index', coll_id, name), _dump(meta))
         self._changed(txn)
         return index_id
 

@@ -8,6 +8,8 @@ problems opening files), so generic handlers keep working.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CentiError(Exception):
     """Base class of every exception centidb raises on purpose."""
@@ -167,3 +169,26 @@ class UnknownCollectionError(StoreError, KeyError):
 
 class CollectionExistsError(StoreError, ValueError):
     """A collection of the given name already exists (renaming onto it)."""
+
+
+class UniqueError(StoreError, ValueError):
+    """A write would give two records the same index tuple in a unique index.
+
+    Nothing of the write is written. The index, the index tuple and the key
+    of the record that has it are available as attributes.
+
+    :param message: the message.
+    :param index: the unique index's name.
+    :param value: the index tuple both records would have.
+    :param key: the key of the record that already has it.
+    """
+
+    def __init__(self, message: str, index: str | None = None, value: Any = None,
+                 key: Any = None) -> None:
+        super().__init__(message)
+        #: The unique index's name.
+        self.index = index
+        #: The index tuple both records would have.
+        self.value = value
+        #: The key of the record that already has it.
+        self.key = key

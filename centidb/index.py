@@ -8,7 +8,7 @@ through a plain Python function; each tuple is stored as one entry (layout in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator, Optional
 
 from centidb import keylib
 from centidb.catalog import Catalog
@@ -40,16 +40,18 @@ class Index(Queryable):
     :param func: the index function (see
         :meth:`~centidb.collection.Collection.add_index`).
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param unique: True if no two records may have the same index tuple.
     """
 
     def __init__(self, coll: Indexed, name: str, index_id: int, func: Callable[[Any], Any],
-                 txns: TxnManager) -> None:
+                 txns: TxnManager, unique: bool = False) -> None:
         self._coll = coll
         self._txns = txns
         self._name = name
         self._index_id = index_id
         self._func = func
         self._prefix = keylib.packs(index_id)
+        self._unique = unique
 
     # Read-only: the collection's put() is prepared from these.
 
@@ -60,6 +62,8 @@ class Index(Queryable):
         '_index_id', "The index's number in the store; its entries start with it.")
     func: Final[Callable[[Any], Any]] = readonly('_func', 'The index function.')
     prefix: Final[bytes] = readonly('_prefix', 'The bytes every entry of the index starts with.')
+    unique: Final[bool] = readonly(
+        '_unique', 'True if no two records may have the same index tuple (``bool``).')
 
     def __repr__(self) -> str:
         return f'<Index {self.coll.name}.{self.name}>'
@@ -273,7 +277,8 @@ class IndexSet:
 
     def __init__(self, coll: Indexed, txns: TxnManager, catalog: Catalog, coll_name: str,
                  index_ids: dict[str, int],
-                 fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes], object],
+                 fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes, Optional[str]],
+                                object],
                  changed: Callable[[], object]) -> None:
         self.coll = coll
         self.txns = txns
@@ -291,11 +296,13 @@ class IndexSet:
         """The names of the stored indexes not added in this session."""
         return frozenset(self.ids) - frozenset(self.added)
 
-    def add(self, name: str, func: Callable[[Any], Any]) -> Index:
+    def add(self, name: str, func: Callable[[Any], Any], unique: bool = False) -> Index:
         """Add (or re-add) the index `name`; see ``Collection.add_index``.
 
         :param name: the index's name.
         :param func: the index function.
+        :param unique: whether no two records may share an index tuple; must
+            agree with what is stored for an existing index.
         :returns: the :class:`Index`.
         """
         self.txns.check_open()
@@ -305,7 +312,9 @@ class IndexSet:
                 raise ValueError(f'index {name!r} was already added to collection '
                                  f'{self.coll_name!r} in this session')
             if name in self.ids:
-                index = Index(self.coll, name, self.ids[name], func, self.txns)
+                stored = self.txns.run(None, False, self._stored_unique, name)
+                self._check_unique(name, stored, unique)
+                index = Index(self.coll, name, self.ids[name], func, self.txns, unique)
                 self._bind(index)
                 return index
         # Lock order: the engine's writer lock, then the catalog lock.
@@ -317,20 +326,33 @@ class IndexSet:
             # Read in the write transaction: another process may have made it.
             index_id = self.catalog.index_ids(etxn, self.coll_id).get(name)
             if index_id is not None:
-                index = Index(self.coll, name, index_id, func, self.txns)
+                self._check_unique(name, self.catalog.index_unique(etxn, self.coll_id, name),
+                                   unique)
+                index = Index(self.coll, name, index_id, func, self.txns, unique)
                 self._bind(index)
                 return index
             index_id = self.catalog.next_prefix_id(etxn)
-            index = Index(self.coll, name, index_id, func, self.txns)
-            # Writes nothing unless every record's entries could be made, so a
-            # failure leaves a transaction the caller owns as it was.
-            self.fill(etxn, func, index.prefix)
-            self.catalog.create_index(txn, self.coll_id, name)
+            index = Index(self.coll, name, index_id, func, self.txns, unique)
+            # Writes nothing unless every record's entries could be made (and,
+            # for a unique index, differ), so a failure leaves a transaction
+            # the caller owns as it was.
+            self.fill(etxn, func, index.prefix, name if unique else None)
+            self.catalog.create_index(txn, self.coll_id, name, unique)
             # Bound before the commit, so no writer slips in between.
             self._bind(index)
             txn.undo.append(lambda: self._unbind(name) if self.added.get(name) is index
                             else None)
         return index
+
+    def _stored_unique(self, txn: Transaction, etxn: EngineTransaction, name: str) -> bool:
+        return self.catalog.index_unique(etxn, self.coll_id, name)
+
+    def _check_unique(self, name: str, stored: bool, unique: bool) -> None:
+        if stored != unique:
+            raise ValueError(
+                f'index {name!r} of collection {self.coll_name!r} is stored as '
+                f'{"unique" if stored else "not unique"}; add it with unique={stored}, '
+                f'or drop_index() it and add it again')
 
     def reload(self, index_ids: dict[str, int]) -> None:
         """Take up the stored indexes as another process left them.
@@ -372,7 +394,7 @@ class IndexSet:
         with self.txns.writing() as txn:
             etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # open
             delete_index_entries(etxn, index.prefix)
-            self.fill(etxn, index.func, index.prefix)
+            self.fill(etxn, index.func, index.prefix, index.name if index.unique else None)
 
     def drop(self, name: str) -> None:
         """Delete the index `name` and its entries; see ``Collection.drop_index``.
@@ -412,8 +434,15 @@ class Indexed:
         @property
         def records(self) -> Records: ...
 
-    def add_index(self, name: str, func: Callable[[Any], Any]) -> Index:
+    def add_index(self, name: str, func: Callable[[Any], Any], *, unique: bool = False) -> Index:
         """Add (or, after a reopen, re-add) the index `name`; return it.
+
+        A **unique** index refuses a write that would give a second record
+        an index tuple some record has: the write raises
+        :class:`~centidb.errors.UniqueError` and writes nothing. The check
+        runs inside the write transaction, so two writers (threads or
+        processes) cannot both win. A record put again with the same
+        tuple is fine, and changing its tuple frees the old one.
 
         Functions are not stored: after reopening a store, call
         ``add_index`` again for every index, or writes raise
@@ -425,10 +454,15 @@ class Indexed:
         :param name: the index's name, a non-empty ``str``.
         :param func: ``func(record)`` returns ``None`` (no entry), a value or
             tuple (one entry), or a list (one entry per element).
+        :param unique: no two records may have the same index tuple. Must
+            agree with what is stored for an index that exists.
         :returns: the :class:`Index`.
         :raises TypeError: for an empty or non-``str`` `name`, or a `func`
             that is not callable.
-        :raises ValueError: if the index was already added in this session.
+        :raises ValueError: if the index was already added in this session,
+            or exists with the other `unique` setting.
+        :raises ~centidb.errors.UniqueError: if `unique` and two records
+            already stored have the same index tuple (no index is made).
         :raises ~centidb.errors.TransactionError: when creating a new index
             while this thread has a write transaction open on the store.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
@@ -437,7 +471,7 @@ class Indexed:
             raise TypeError(f'index name must be a non-empty str, not {name!r}')
         if not callable(func):
             raise TypeError(f'index function for {name!r} must be callable')
-        return self._index_set.add(name, func)
+        return self._index_set.add(name, func, bool(unique))
 
     def drop_index(self, name: str) -> None:
         """Delete the index `name` and all its entries from the store.
