@@ -25,14 +25,14 @@ from centidb.engines import EngineTransaction
 from centidb.engines.base import Item, ItemIterator, KeyIterator
 from centidb.errors import (
     CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
-    IndexNotAddedError, KeyKindMismatchError,
+    IndexNotAddedError, KeyKindMismatchError, UniqueError,
 )
 from centidb.keylib import Key
 from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key, delete_stale
-from centidb.txn import Transaction, TxnManager
+from centidb.txn import Change, Transaction, TxnManager
 
-__all__ = ['BoundIndex', 'KeySource', 'Records', 'Savepoint', 'split_entries',
-           'first_entry', 'delete_index_entries']
+__all__ = ['BoundIndex', 'KeySource', 'Records', 'Writer', 'ReportingWriter', 'Savepoint',
+           'split_entries', 'first_entry', 'delete_index_entries']
 
 _EMPTY = b''
 
@@ -55,6 +55,10 @@ class BoundIndex(Protocol):
     @property
     def prefix(self) -> bytes:
         """The bytes every entry of the index starts with."""
+
+    @property
+    def unique(self) -> bool:
+        """True if no two records may have the same index tuple."""
 
 
 class KeySource:
@@ -108,13 +112,21 @@ class Records:
     :param view: the collection's :class:`~centidb.batches.BatchView`.
     :param batched: True if the collection holds batches.
     :param limit: the engine's longest key, or None.
+    :param before_write: the collection's before-write hooks: each is
+        called as ``hook(key, value)`` before a record is written (``value``
+        None for a delete), after everything else that can fail.
+    :param report: record a :class:`~centidb.txn.Change` on the store
+        transaction for each record written or deleted (:attr:`writer` is
+        then a :class:`ReportingWriter`).
     """
 
     def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction], name: str,
                  prefix: bytes, encoder: Encoder, packer: Encoder, header: bytes,
                  plain_id: int, packer_of: Callable[[int], Packer], keys: KeySource,
                  indexes: tuple[BoundIndex, ...], unbound: frozenset[str], view: BatchView,
-                 batched: bool, limit: int | None) -> None:
+                 batched: bool, limit: int | None,
+                 before_write: tuple[Callable[[Key, Any], object], ...] = (),
+                 report: bool = False) -> None:
         self.coll = coll
         self.name = name
         self.prefix = prefix
@@ -127,17 +139,25 @@ class Records:
         self.indexes = indexes
         self.specs: tuple[IndexSpec, ...] = tuple((index.func, index.prefix)
                                                   for index in indexes)
+        #: The unique indexes among `indexes`: their puts take the general path.
+        self.unique = tuple(index for index in indexes if index.unique)
         self.unbound = unbound
         self.view = view
         self.batched = batched
         self.limit = limit
+        self.before_write = before_write
+        self.report = report
         self._decode_plain = encoder.decode
         compress = None if packer.name == 'plain' else packer.encode
-        self.writer = records.RecordWriter(
-            coll, txns, txn_class, encoder.exact and not unbound and not batched,
+        self.writer: Writer = records.RecordWriter(
+            coll, txns, txn_class,
+            encoder.exact and not unbound and not batched and not self.unique
+            and not before_write,       # before-write hooks: the general paths
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
             limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record,
             keys.kind == 'auto')
+        if report:
+            self.writer = ReportingWriter(self.writer, name)
         self.reader = records.RecordReader(
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
@@ -372,6 +392,40 @@ class Records:
                     f'index {index.name!r} entry for key {key!r} packs to '
                     f'{len(entry)} bytes; the engine stores at most {limit}')
 
+    def check_unique(self, etxn: EngineTransaction, key_bytes: bytes, entries: list[bytes],
+                     tail_size: int) -> None:
+        """Refuse, before writing anything, an entry another record has in a unique index.
+
+        :param etxn: the engine transaction the put runs in.
+        :param key_bytes: the record's engine key.
+        :param entries: its new index entries.
+        :param tail_size: the length of each entry's tail (separator and
+            packed record key).
+        :raises ~centidb.errors.UniqueError: naming the index, the index
+            tuple and the key of the record that has it.
+        """
+        for index in self.unique:
+            for entry in entries:
+                if not entry.startswith(index.prefix):
+                    continue
+                head = entry[:-tail_size]
+                for other in etxn.keys(head + ENTRY_SEP, keylib.after_key(head)):
+                    if other != entry:
+                        raise self.unique_error(index.name, index.prefix, other)
+                    # Its own entry (a put of the same tuple again): look further.
+
+    def unique_error(self, index_name: str, index_prefix: bytes, other: bytes) -> UniqueError:
+        """The error for a second record with the index tuple of the entry `other`.
+
+        :param index_name: the unique index's name.
+        :param index_prefix: its prefix.
+        :param other: the entry of the record that has the tuple.
+        """
+        tup, key = keylib.unpacks_list(other, index_prefix)
+        return UniqueError(
+            f'unique index {index_name!r} of collection {self.name!r} already has '
+            f'{tup!r}, for the record {key!r}', index_name, tup, key)
+
     def put(self, txn: Transaction, etxn: EngineTransaction, rec: Any, key: object,
             blind: bool, packer: Encoder | None = None, header: bytes | None = None) -> Record:
         """Store `rec` (a value or a :class:`~centidb.records.Record`); see ``Collection.put``.
@@ -423,6 +477,8 @@ class Records:
         else:
             entries = [head + entry_tail for head in heads]
         self.check_key_sizes(key, key_bytes, entries)
+        if self.unique:
+            self.check_unique(etxn, key_bytes, entries, len(entry_tail))
         old_entries = None
         # Without indexes there are no stale entries to find: skip the read.
         if not blind and self.indexes:
@@ -436,6 +492,8 @@ class Records:
                     old_entries = old_record._entries
                 else:
                     old_entries = self.old_entries(old, entry_tail)
+        for hook in self.before_write:
+            hook(key, data)
         # Everything that can fail has run: from here on, writes.
         if keys.kind == 'auto' and len(key) == 1 and type(key[0]) is int:
             # The counter stays above every (n,) key, so it never hands out a used one.
@@ -446,6 +504,8 @@ class Records:
         writes = [(key_bytes, value)]
         writes += [(entry, _EMPTY) for entry in entries]
         etxn._put_many(writes)
+        if self.report:
+            txn.changes.append(Change(self.name, key, data))
         return records.Record(self.coll, data, key, value, entries, self.indexes)
 
     def put_many(self, txn: Transaction, etxn: EngineTransaction, recs: list[Any],
@@ -474,6 +534,9 @@ class Records:
             if first_id is not None and written:
                 # The counter stays above every key handed out, as for put().
                 keys.at_least(etxn, first_id + len(written))
+            if self.report:
+                name = self.name
+                txn.changes += [Change(name, key, data) for key, data in zip(written, recs)]
             return written
         savepoint = Savepoint(etxn)
         # It has the engine transaction methods the write paths use.
@@ -481,23 +544,28 @@ class Records:
         # A txn_key_func is handed the store transaction: what it writes
         # through it (say, a counter it moves) goes through the savepoint too.
         txn.engine_txn = through
+        reported = len(txn.changes)
         try:
             # A stored Record's key is never None.
             return [self.put(txn, through, rec, None, blind).key  # type: ignore[misc]
                     for rec in recs]
         except BaseException:
             savepoint.roll_back()
+            del txn.changes[reported:]      # what was rolled back was not written
             raise
         finally:
             if txn.engine_txn is through:
                 txn.engine_txn = etxn
 
-    def delete_many(self, etxn: EngineTransaction, keys: list[Key]) -> list[Record | None]:
+    def delete_many(self, txn: Transaction, etxn: EngineTransaction,
+                    keys: list[Key]) -> list[Record | None]:
         """Delete the records under the key tuples `keys`; see ``Collection.delete_many``.
 
-        Every record is read and decoded, and its index entries made, before
-        the first write, so if any of that raises nothing is deleted.
+        Every record is read and decoded, and its index entries made (and the
+        before-write hooks called), before the first write, so if any of
+        that raises nothing is deleted.
 
+        :param txn: the store transaction (its changes are recorded there).
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
         :param keys: a ``list`` of key tuples.
         :returns: a ``list`` with the deleted :class:`~centidb.records.Record`
@@ -523,6 +591,10 @@ class Records:
             entries = self.entries(data, self.entry_tail(key_bytes))
             doomed.append((key_bytes, plain is None, tuple(entries)))   # untracked by gc
             deleted.append(records.Record(self.coll, data, key))
+        gone = [key for key, rec in zip(keys, deleted) if rec is not None]
+        for hook in self.before_write:
+            for key in gone:
+                hook(key, None)
         # Everything that can fail has run: from here on, writes.
         for key_bytes, in_batch, held in doomed:
             if in_batch:
@@ -530,11 +602,14 @@ class Records:
             for entry in held:
                 etxn.delete(entry)
             etxn.delete(key_bytes)
+        if self.report:
+            txn.changes += [Change(self.name, key, None) for key in gone]
         return deleted
 
-    def delete(self, etxn: EngineTransaction, key: Key) -> Record | None:
+    def delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
         """Delete the record under the key tuple `key` and its index entries.
 
+        :param txn: the store transaction (its change is recorded there).
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
         :param key: the key tuple.
         :returns: the deleted :class:`~centidb.records.Record`, or None if there was none.
@@ -547,31 +622,124 @@ class Records:
             return None
         data = self.decoded(key_bytes, old)
         entries = self.entries(data, self.entry_tail(key_bytes))
+        for hook in self.before_write:
+            hook(key, None)
         # Everything that can fail has run: from here on, writes.
         if plain is None:
             self.view.split(etxn, key_bytes, rejoin=True)
         for entry in entries:
             etxn.delete(entry)
         etxn.delete(key_bytes)
+        if self.report:
+            txn.changes.append(Change(self.name, key, None))
         return records.Record(self.coll, data, key)
 
     def fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
-                   index_prefix: bytes) -> None:
+                   index_prefix: bytes, unique_name: str | None = None) -> None:
         """Write the entries of a new index for every record of the collection.
 
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
         :param func: the index function.
         :param index_prefix: the index's prefix.
+        :param unique_name: the index's name if it is unique, else None.
+        :raises ~centidb.errors.UniqueError: (a unique index) if two records
+            have the same index tuple; nothing is written.
         """
         lo, hi = keylib.prefix_range((), self.prefix)
         specs = ((func, index_prefix),)
         entries: list[bytes] = []
+        owners: dict[bytes, bytes] = {}     # packed tuple -> the first entry with it
         for key_bytes, stored in self.items(etxn, lo, hi, False):
             data = self.decoded(key_bytes, stored)
-            entries += records.index_entries(specs, data, self.entry_tail(key_bytes))
+            tail = self.entry_tail(key_bytes)
+            made = records.index_entries(specs, data, tail)
+            if unique_name is not None:
+                for entry in made:
+                    head = entry[:-len(tail)]
+                    first = owners.setdefault(head, entry)
+                    if first != entry:
+                        raise self.unique_error(unique_name, index_prefix, first)
+            entries += made
         # Every call of `func` has succeeded: only now write.
         for entry in entries:
             etxn.put(entry, _EMPTY)
+
+
+class Writer(Protocol):
+    """The common-case writer of a collection: a RecordWriter, or one reporting changes.
+
+    :class:`~centidb.records.RecordWriter` is one, and so is
+    :class:`ReportingWriter`.
+    """
+
+    @property
+    def usable(self) -> bool:
+        """False when the collection's puts are never the common case."""
+
+    def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
+        """As :meth:`~centidb.records.RecordWriter.write`.
+
+        :param txn: a write :class:`~centidb.txn.Transaction`.
+        :param data: the record value.
+        :param key: the key, or ``None``.
+        :param blind: as for ``Collection.put``.
+        """
+
+    def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
+                   first_id: int | None) -> list[Key] | None:
+        """As :meth:`~centidb.records.RecordWriter.write_many`.
+
+        :param etxn: the write engine transaction.
+        :param datas: a ``list`` of record values.
+        :param blind: as for ``Collection.put``.
+        :param first_id: ``None``, or the first counter key.
+        """
+
+
+class ReportingWriter:
+    """A :class:`~centidb.records.RecordWriter` whose puts also record their change.
+
+    While the store has :meth:`~centidb.store.Store.on_commit` hooks, the
+    collection writes through this: each record :meth:`write` stores adds a
+    :class:`~centidb.txn.Change` to the store transaction's ``changes``.
+    :meth:`write_many` only passes the call on; :meth:`Records.put_many`
+    records those changes, as it holds the store transaction.
+
+    :param writer: the collection's :class:`~centidb.records.RecordWriter`.
+    :param name: the collection's name.
+    """
+
+    __slots__ = ('writer', 'name', 'usable')
+
+    def __init__(self, writer: Writer, name: str) -> None:
+        self.writer = writer
+        self.name = name
+        self.usable = writer.usable
+
+    def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
+        """As :meth:`~centidb.records.RecordWriter.write`, recording the change.
+
+        :param txn: a write :class:`~centidb.txn.Transaction`.
+        :param data: the record value.
+        :param key: the key, or ``None``.
+        :param blind: as for ``Collection.put``.
+        """
+        record = self.writer.write(txn, data, key, blind)
+        if record is not None:
+            # A stored Record's key is never None.
+            txn.changes.append(Change(self.name, record.key, data))  # type: ignore[arg-type]
+        return record
+
+    def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
+                   first_id: int | None) -> list[Key] | None:
+        """As :meth:`~centidb.records.RecordWriter.write_many` (recording nothing).
+
+        :param etxn: the write engine transaction.
+        :param datas: a ``list`` of record values.
+        :param blind: as for ``Collection.put``.
+        :param first_id: ``None``, or the first counter key.
+        """
+        return self.writer.write_many(etxn, datas, blind, first_id)
 
 
 class Savepoint:

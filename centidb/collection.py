@@ -15,7 +15,7 @@ Iterating methods and ``count()`` take the query parameters described in
 
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Iterable, Iterator, NoReturn
+from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 
 from centidb import batches, encodings, keylib
 from centidb.batches import BatchView
@@ -27,11 +27,13 @@ from centidb.index import Index, Indexed, IndexSet  # Index: also the older impo
 from centidb.keylib import Key
 from centidb.query import Queryable, check_query, query_doc, readonly
 from centidb.errors import CorruptKeyError, StoreError
-from centidb.access import KeySource, Records
-from centidb.records import Record, RecordWriter, as_key
+from centidb.access import KeySource, Records, Writer
+from centidb.records import Record, as_key
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Collection']
+
+_Check = TypeVar('_Check', bound=Callable[[Key, Any], object])
 
 
 class Collection(Indexed, Queryable):
@@ -67,7 +69,7 @@ class Collection(Indexed, Queryable):
 
     # Set by _rebuild(); a detached collection's stand-in raises on every use.
     _records: Records
-    _writer: RecordWriter
+    _writer: Writer
 
     def __init__(self, store: Any, txns: TxnManager, catalog: Catalog, name: str,
                  info: CollectionInfo, key_func: Callable[[Any], Any] | None,
@@ -102,6 +104,7 @@ class Collection(Indexed, Queryable):
         # look for a batch covering the key (see centidb.batches).
         self._batched = bool(info.get('batched'))
         self._plain_id = plain_id
+        self._before_write: list[Callable[[Key, Any], object]] = []
         self._rebuild()
 
     def __repr__(self) -> str:
@@ -146,8 +149,8 @@ class Collection(Indexed, Queryable):
         self._catalog.raise_counter(etxn, self._counter_name, n)
 
     def _fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
-                    index_prefix: bytes) -> None:
-        self._records.fill_index(etxn, func, index_prefix)
+                    index_prefix: bytes, unique_name: str | None) -> None:
+        self._records.fill_index(etxn, func, index_prefix, unique_name)
 
     def reload(self, info: CollectionInfo, index_ids: dict[str, int]) -> None:
         """Take up metadata another process changed (called by the store).
@@ -189,8 +192,62 @@ class Collection(Indexed, Queryable):
             self, self._txns, Transaction, self._name, self._prefix, self._encoder,
             self._packer, self._header, self._plain_id, self._packer_of, self._keys,
             indexes, unbound, self._view,
-            self._batched, self._txns.engine.max_key_size)
+            self._batched, self._txns.engine.max_key_size,
+            before_write=tuple(self._before_write),
+            report=self._txns.after_commit is not None)
         self._writer = self._records.writer
+
+    def rebuild(self) -> None:
+        """Prepare the write and read paths again.
+
+        Called by the store when it starts or stops recording changes for
+        its :meth:`~centidb.store.Store.on_commit` hooks.
+        """
+        self._rebuild()
+
+    # --- hooks ---------------------------------------------------------------
+
+    def before_write(self, hook: _Check) -> _Check:
+        """Call ``hook(key, value)`` before each record of this collection is written.
+
+        For validation: the hook runs in the write transaction, for every
+        ``put()``, ``put_many()``, ``delete()``, ``delete_many()``,
+        ``coll[key] = value`` and ``del coll[key]``, after the key, the
+        index entries and every other check have been made and just before
+        the record is written (``value`` is ``None`` for a delete, and a
+        delete of a missing key calls nothing). If it raises, that write
+        writes nothing, and for ``put_many()`` and ``delete_many()`` the
+        whole call writes nothing, and the exception propagates. ``batch()``
+        and ``Store.drop_collection()`` call no hook. Hooks run in the
+        order added and last for this session only; while a collection has
+        one, its writes take the general (slower) path.
+
+        Returns `hook`, so it works as a decorator.
+
+        :param hook: ``hook(key tuple, value)``; what it returns is ignored.
+        :returns: `hook`.
+        :raises TypeError: if `hook` is not callable.
+        """
+        if not callable(hook):
+            raise TypeError(f'a before_write hook must be callable, not {hook!r}')
+        self._before_write.append(hook)
+        self._rebuild()
+        return hook
+
+    def remove_hook(self, hook: Callable[[Key, Any], object]) -> None:
+        """Stop calling a hook added with :meth:`before_write`.
+
+        A hook added twice is called twice, and removed once by each call.
+
+        :param hook: the hook, as given to :meth:`before_write`.
+        :raises ValueError: if `hook` is not one of this collection's hooks.
+        """
+        try:
+            self._before_write.remove(hook)
+        except ValueError:
+            raise ValueError(f'{hook!r} is not a before_write hook of collection '
+                             f'{self._name!r}') from None
+        self._rebuild()
 
     # --- writing -------------------------------------------------------------
 
@@ -282,7 +339,7 @@ class Collection(Indexed, Queryable):
         return self._txns.run(txn, True, self._delete, as_key(key))
 
     def _delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
-        return self._records.delete(etxn, key)
+        return self._records.delete(txn, etxn, key)
 
     def put_many(self, recs: Iterable[Any], *, blind: bool = False,
                  txn: Transaction | None = None) -> list[Key]:
@@ -361,7 +418,7 @@ class Collection(Indexed, Queryable):
 
     def _delete_many(self, txn: Transaction, etxn: EngineTransaction,
                      keys: list[Key]) -> list[Record | None]:
-        return self._records.delete_many(etxn, keys)
+        return self._records.delete_many(txn, etxn, keys)
 
     # --- batches -------------------------------------------------------------
 

@@ -11,6 +11,10 @@ open on the store: there the call **joins** that transaction, so it sees and
 commits (or aborts) with the rest. Opening a second write transaction in that
 thread raises :class:`~centidb.errors.TransactionError`.
 
+After a write transaction that changed records commits, the manager's
+``after_commit`` callable (the store's :meth:`~centidb.store.Store.on_commit`
+hooks) is handed the transaction's :class:`Change` list.
+
 This layer knows engines only; it never calls the collection layer above.
 """
 
@@ -21,15 +25,33 @@ import itertools
 import threading
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Generator, Iterator, Literal, TypeVar
+from typing import Any, Callable, Generator, Iterator, Literal, NamedTuple, TypeVar
 
 from centidb.engines import Engine, EngineTransaction
 from centidb.errors import EngineClosedError, TransactionError
+from centidb.keylib import Key
 
-__all__ = ['Transaction', 'TxnManager']
+__all__ = ['Change', 'Transaction', 'TxnManager']
 
 _R = TypeVar('_R')
 _T = TypeVar('_T')
+
+
+class Change(NamedTuple):
+    """One record a committed transaction wrote or deleted.
+
+    :meth:`centidb.store.Store.on_commit` hooks receive a list of these, in
+    the order the writes were made. Also ``centidb.Change``.
+
+    :param collection: the collection's name.
+    :param key: the record's key tuple.
+    :param value: the value stored, as given to ``put()`` (not read back
+        from the store); ``None`` for a delete.
+    """
+
+    collection: str
+    key: Key
+    value: Any
 
 
 class Transaction:
@@ -45,7 +67,7 @@ class Transaction:
         underneath; ``None`` once this transaction has ended.
     """
 
-    __slots__ = ('manager', 'write', 'engine_txn', 'undo', '__weakref__')
+    __slots__ = ('manager', 'write', 'engine_txn', 'undo', 'changes', '__weakref__')
 
     def __init__(self, manager: TxnManager, write: bool,
                  engine_txn: EngineTransaction | None) -> None:
@@ -56,6 +78,10 @@ class Transaction:
         #: created (collections, indexes, encoder ids), run if it aborts or
         #: fails to commit, last first.
         self.undo: list[Callable[[], object]] = []
+        #: The :class:`Change` of each record written, in order, while the
+        #: manager has an ``after_commit`` (write paths record none without
+        #: one); handed to it once the transaction commits.
+        self.changes: list[Change] = []
 
     @property
     def store(self) -> Any:
@@ -74,6 +100,8 @@ class Transaction:
     def _end(self, committed: bool = False) -> None:
         self.engine_txn = None
         undo, self.undo = self.undo, []
+        if self.changes:
+            self.changes = []
         if self.write:
             self.manager._forget(self)
         if not committed:
@@ -83,7 +111,11 @@ class Transaction:
     def commit(self) -> None:
         """Make the writes permanent and end the transaction.
 
-        The transaction ends even if committing fails.
+        The transaction ends even if committing fails. Once committed, if
+        it changed records, the store's
+        :meth:`~centidb.store.Store.on_commit` hooks are called with the
+        changes; an exception from a hook propagates from here, the commit
+        already durable.
 
         :raises ~centidb.errors.TransactionError: if it already ended.
         :raises ~centidb.errors.EngineError: if the engine fails to commit
@@ -97,7 +129,12 @@ class Transaction:
         except BaseException:
             self._end()
             raise
+        changes = self.changes
         self._end(committed=True)
+        if changes:
+            after_commit = self.manager.after_commit
+            if after_commit is not None:
+                after_commit(changes)
 
     def abort(self) -> None:
         """Discard the writes and end the transaction (no-op if ended)."""
@@ -130,13 +167,20 @@ class TxnManager:
     :param on_write: ``on_write(engine txn)``, called as each write
         transaction begins (the store brings its cached metadata up to
         date); if it raises, the transaction is aborted.
+    :param after_commit: ``after_commit(changes)``, called with the
+        :class:`Change` list of each committed write transaction that
+        changed records (the store runs its hooks), or None. Kept as the
+        attribute of the same name, which the store sets and clears: while
+        it is None, write paths record no changes.
     """
 
     def __init__(self, engine: Engine, owner: Any,
-                 on_write: Callable[[EngineTransaction], object] | None = None) -> None:
+                 on_write: Callable[[EngineTransaction], object] | None = None,
+                 after_commit: Callable[[list[Change]], object] | None = None) -> None:
         self.engine = engine
         self.owner = owner
         self.on_write = on_write
+        self.after_commit = after_commit
         self.closed = False
         self._local = threading.local()   # .txn: a weakref to the thread's writer
 
