@@ -11,10 +11,12 @@ in :mod:`centidb.engines`, record encoders and packers in
 from centidb.collection import Collection
 from centidb.index import Index
 from centidb.keylib import Desc
+from centidb.model import Model, field, index_on
 from centidb.records import Record
 from centidb.store import Store, Transaction, open
+from centidb.txn import Change
 
 __version__ = '0.1.0'
 
 __all__ = ['open', 'Store', 'Transaction', 'Collection', 'Index', 'Record',
-           'Desc', '__version__']
+           'Desc', 'Change', 'Model', 'field', 'index_on', '__version__']

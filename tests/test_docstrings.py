@@ -24,14 +24,14 @@ import pytest
 import centidb
 from centidb import (
     batches, catalog, collection, encodings, engines, errors, impl, index, keyformat,
-    access, keylib, query, records, store, txn, verify,
+    access, keylib, model, query, records, store, txn, verify,
 )
 
 # The modules of the engines package, each checked where it defines names.
 ENGINE_MODULES = [importlib.import_module(f'{engines.__name__}.{info.name}')
                   for info in pkgutil.iter_modules(engines.__path__)]
 
-MODULES = [centidb, store, verify, catalog, collection, index, query, access, records, txn,
+MODULES = [centidb, model, store, verify, catalog, collection, index, query, access, records, txn,
            impl,
            engines, *ENGINE_MODULES, encodings, keylib, keyformat, errors, batches]
 

@@ -35,6 +35,7 @@ LAYERS = [
     ['collection'],
     ['verify'],
     ['store'],
+    ['model'],
     [''],   # the package's __init__: re-exports only
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -12,6 +12,9 @@ The package ships ``py.typed`` (PEP 561) and a stub of its compiled twin,
   errors are not reported (``follow_imports = silent``, as for an installed
   package), so what fails is an untyped call or a wrong type in the program.
 * So does the tutorial's code (``docs/tutorial.rst``), as one module.
+* So does ``tests/typing_models.py``, a program with models: mypy knows
+  each model's fields (``dataclass_transform``), and a field given a value
+  of the wrong type is reported.
 """
 
 import ast
@@ -24,6 +27,7 @@ import textwrap
 
 import pytest
 
+import typing_models
 import typing_user
 from centidb import impl
 
@@ -107,6 +111,49 @@ def user_mypy(tmp_path, path):
 def test_user_program_passes_mypy_strict(tmp_path):
     result = user_mypy(tmp_path, os.path.join('tests', 'typing_user.py'))
     assert result.returncode == 0, report(result)
+
+
+def test_model_program_runs():
+    assert typing_models.main()[-1] == 'deleted: True, count: 1'
+
+
+@needs_mypy
+def test_model_program_passes_mypy_strict(tmp_path):
+    result = user_mypy(tmp_path, os.path.join('tests', 'typing_models.py'))
+    assert result.returncode == 0, report(result)
+
+
+@needs_mypy
+def test_mypy_reports_a_wrong_field_type(tmp_path):
+    program = tmp_path / 'wrong_fields.py'
+    program.write_text(textwrap.dedent('''\
+        import centidb
+
+        class Book(centidb.Model, collection='books', key='isbn'):
+            isbn: str
+            year: int = 0
+
+        Book(isbn='1', year=1999)
+        Book(isbn=1)
+        Book(isbn='2', year='1999')
+        Book('3')
+        Book(year=2000)
+        found = Book.get('1')
+        title: str = found.isbn if found is not None else ''
+        year: str = found.year if found is not None else ''
+        '''))
+    result = user_mypy(tmp_path, program)
+    # (line, message), without the error code, which mypy versions name differently.
+    errors = [(int(line.split(':')[1]), re.sub(r'  \[[\w-]+\]$', '', line.split(': error: ')[1]))
+              for line in result.stdout.splitlines() if ': error: ' in line]
+    assert errors == [
+        (8, 'Argument "isbn" to "Book" has incompatible type "int"; expected "str"'),
+        (9, 'Argument "year" to "Book" has incompatible type "str"; expected "int"'),
+        (10, 'Too many positional arguments for "Book"'),
+        (11, 'Missing named argument "isbn" for "Book"'),
+        (14, 'Incompatible types in assignment (expression has type "int | str", variable '
+             'has type "str")'),
+    ], report(result)
 
 
 #: A directive whose content is Python the doctest build runs.

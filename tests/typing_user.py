@@ -53,6 +53,22 @@ def remove_people(people: centidb.Collection, keys: list[Key]) -> list[centidb.R
     return people.delete_many(keys)
 
 
+def watch(store: centidb.Store, people: centidb.Collection) -> list[centidb.Change]:
+    """Keep every change committed; refuse people without a city."""
+    seen: list[centidb.Change] = []
+
+    @store.on_commit
+    def remember(changes: list[centidb.Change]) -> None:
+        seen.extend(changes)
+
+    @people.before_write
+    def has_city(key: Key, person: dict[str, Any] | None) -> None:
+        if person is not None and not person.get('city'):
+            raise ValueError(f'{key} has no city')
+
+    return seen
+
+
 def is_stored(people: centidb.Collection, key: Key) -> bool:
     return key in people
 
@@ -144,7 +160,9 @@ def main() -> list[str]:
                      f"has: {has_city(city, 'York')}")
         lines.append(f"in: {is_stored(people, ('green', 'fay'))}, "
                      f"getitem: {stored_at(people, ('green', 'fay'))['city']}")
+        seen = watch(store, people)
         gone = remove_people(people, [('brown', 'eve'), *added])
+        lines.append(f'changes: {[(change.collection, change.key) for change in seen]}')
         lines.append(f'delete_many: {[rec.key if rec is not None else None for rec in gone]}')
         lines.append(f"find: {found_in(people, 'smith')}")
         lines.append(f'counter: {next_visit(store)}, {next_visit(store)}')
