@@ -1,98 +1,46 @@
-"""Access: how one collection's records and index entries are written and read.
+"""Access: one collection's record paths, and how its records are read.
 
 :class:`Records` holds everything the write and read paths need for one
-collection, in its current state (indexes, batching, key kind), and does the
-general case of each: records given as a :class:`~centidb.records.Record`,
-other packers, ``txn_key_func`` and counter keys, batches, deletes, index
-builds, and reads that name a corrupt record. It makes the collection's
-twinned :class:`~centidb.records.RecordWriter` and
-:class:`~centidb.records.RecordReader` for the common cases. A
-:class:`Savepoint` makes the writes of a bulk call undoable; the functions
-below read and delete index entries.
+collection, in its current state (indexes, batching, key kind): it makes the
+collection's twinned :class:`~centidb.records.RecordWriter` and
+:class:`~centidb.records.RecordReader` for the common cases, decodes stored
+values, and does the general case of each read, naming a corrupt record. It
+inherits the general write paths from
+:class:`~centidb.writing.RecordWrites`. The functions below read and delete
+index entries.
 
-This layer calls :mod:`centidb.records`, :mod:`centidb.batches` (through the
-view it is given) and engine transactions; never a layer above.
+This layer calls :mod:`centidb.writing`, :mod:`centidb.records`,
+:mod:`centidb.batches` (through the view it is given) and engine
+transactions; never a layer above.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterator
 
 from centidb import keylib, records
 from centidb.batches import BatchView
 from centidb.encodings import Encoder, Packer
 from centidb.engines import EngineTransaction
-from centidb.engines.base import Item, ItemIterator, KeyIterator
-from centidb.errors import (
-    CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
-    IndexNotAddedError, KeyKindMismatchError, UniqueError,
-)
+from centidb.engines.base import ItemIterator
+from centidb.errors import CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError
 from centidb.keylib import Key
-from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key, delete_stale
-from centidb.txn import Change, Transaction, TxnManager
+from centidb.records import ENTRY_SEP, IndexSpec, Record
+from centidb.txn import Transaction, TxnManager
+from centidb.writing import BoundIndex, KeySource, RecordWrites, ReportingWriter, Writer
 
-__all__ = ['BoundIndex', 'KeySource', 'Records', 'Writer', 'ReportingWriter', 'Savepoint',
-           'split_entries', 'first_entry', 'delete_index_entries']
-
-_EMPTY = b''
+__all__ = ['Records', 'split_entries', 'first_entry', 'delete_index_entries']
 
 
-class BoundIndex(Protocol):
-    """What the record paths read of an index added in this session.
-
-    :class:`~centidb.index.Index` is one; this layer, below it, names only
-    what it reads.
-    """
-
-    @property
-    def name(self) -> str:
-        """The index's name."""
-
-    @property
-    def func(self) -> Callable[[Any], Any]:
-        """The index function."""
-
-    @property
-    def prefix(self) -> bytes:
-        """The bytes every entry of the index starts with."""
-
-    @property
-    def unique(self) -> bool:
-        """True if no two records may have the same index tuple."""
-
-
-class KeySource:
-    """How a collection's records get their keys.
-
-    :param kind: ``'key_func'``, ``'txn_key_func'`` or ``'auto'``, as
-        recorded for the collection.
-    :param key_func: ``key_func(record)``, or None.
-    :param txn_key_func: ``txn_key_func(txn, record)``, or None.
-    :param next_key: ``next_key(engine txn)`` reads the counter's value,
-        the next auto-increment key (``at_least`` then moves it on).
-    :param at_least: ``at_least(engine txn, n)`` raises the counter to `n`.
-    """
-
-    __slots__ = ('kind', 'key_func', 'txn_key_func', 'next_key', 'at_least')
-
-    def __init__(self, kind: str, key_func: Callable[[Any], Any] | None,
-                 txn_key_func: Callable[[Transaction, Any], Any] | None,
-                 next_key: Callable[[EngineTransaction], int],
-                 at_least: Callable[[EngineTransaction, int], object]) -> None:
-        self.kind = kind
-        self.key_func = key_func
-        self.txn_key_func = txn_key_func
-        self.next_key = next_key
-        self.at_least = at_least
-
-
-class Records:
+class Records(RecordWrites):
     """One collection's write and read paths, prepared for its current state.
 
     The collection makes a new one whenever its indexes or batching change.
     The common cases are :attr:`writer` and :attr:`reader`; the methods here
-    do everything else (records given as :class:`~centidb.records.Record`, other packers,
-    ``txn_key_func`` and counter keys, batches, deletes, index builds).
+    do the general reads, and those inherited from
+    :class:`~centidb.writing.RecordWrites` the general writes (records given
+    as :class:`~centidb.records.Record`, other packers, ``txn_key_func`` and
+    counter keys, batches, deletes, index builds).
 
     :param coll: the collection, kept in each :class:`~centidb.records.Record`.
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
@@ -105,9 +53,9 @@ class Records:
     :param plain_id: the id of the plain packer.
     :param packer_of: ``packer_of(id)`` returns a registered packer or
         raises :class:`~centidb.errors.UnknownEncoderError`.
-    :param keys: the collection's :class:`KeySource`.
+    :param keys: the collection's :class:`~centidb.writing.KeySource`.
     :param indexes: the indexes added in this session (each a
-        :class:`BoundIndex`), in the order added.
+        :class:`~centidb.writing.BoundIndex`), in the order added.
     :param unbound: the names of stored indexes not added in this session.
     :param view: the collection's :class:`~centidb.batches.BatchView`.
     :param batched: True if the collection holds batches.
@@ -117,7 +65,7 @@ class Records:
         None for a delete), after everything else that can fail.
     :param report: record a :class:`~centidb.txn.Change` on the store
         transaction for each record written or deleted (:attr:`writer` is
-        then a :class:`ReportingWriter`).
+        then a :class:`~centidb.writing.ReportingWriter`).
     """
 
     def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction], name: str,
@@ -357,501 +305,6 @@ class Records:
         """
         # Never None here: a collection's ranges are bounded both ways.
         return self.view.items(etxn, lo, hi, reverse)  # type: ignore[arg-type]
-
-    # --- writing -------------------------------------------------------------------
-
-    def check_writable(self) -> None:
-        """Refuse writes while a stored index is not added in this session."""
-        if self.unbound:
-            names = ', '.join(map(repr, sorted(self.unbound)))
-            raise IndexNotAddedError(
-                f'collection {self.name!r} has stored index(es) {names} that '
-                f'this program has not added (since it opened the store, or '
-                f'since another process created them); call add_index() for '
-                f'each (or drop_index()) before writing, so no index goes stale')
-
-    def check_key_sizes(self, key: Key, key_bytes: bytes, entries: list[bytes]) -> None:
-        """Refuse, before writing anything, keys the engine cannot store.
-
-        :param key: the record's key tuple, for the message.
-        :param key_bytes: its engine key.
-        :param entries: its index entries.
-        :raises ValueError: naming the key or index entry that is too long.
-        """
-        limit = self.limit
-        if limit is None:
-            return
-        if len(key_bytes) > limit:
-            raise ValueError(f'key {key!r} of collection {self.name!r} packs to '
-                             f'{len(key_bytes)} bytes; the engine stores at most {limit}')
-        for entry in entries:
-            if len(entry) > limit:
-                index = next(index for index in self.indexes
-                             if entry.startswith(index.prefix))
-                raise ValueError(
-                    f'index {index.name!r} entry for key {key!r} packs to '
-                    f'{len(entry)} bytes; the engine stores at most {limit}')
-
-    def check_unique(self, etxn: EngineTransaction, key_bytes: bytes, entries: list[bytes],
-                     tail_size: int) -> None:
-        """Refuse, before writing anything, an entry another record has in a unique index.
-
-        :param etxn: the engine transaction the put runs in.
-        :param key_bytes: the record's engine key.
-        :param entries: its new index entries.
-        :param tail_size: the length of each entry's tail (separator and
-            packed record key).
-        :raises ~centidb.errors.UniqueError: naming the index, the index
-            tuple and the key of the record that has it.
-        """
-        for index in self.unique:
-            for entry in entries:
-                if not entry.startswith(index.prefix):
-                    continue
-                head = entry[:-tail_size]
-                for other in etxn.keys(head + ENTRY_SEP, keylib.after_key(head)):
-                    if other != entry:
-                        raise self.unique_error(index.name, index.prefix, other)
-                    # Its own entry (a put of the same tuple again): look further.
-
-    def unique_error(self, index_name: str, index_prefix: bytes, other: bytes) -> UniqueError:
-        """The error for a second record with the index tuple of the entry `other`.
-
-        :param index_name: the unique index's name.
-        :param index_prefix: its prefix.
-        :param other: the entry of the record that has the tuple.
-        """
-        tup, key = keylib.unpacks_list(other, index_prefix)
-        return UniqueError(
-            f'unique index {index_name!r} of collection {self.name!r} already has '
-            f'{tup!r}, for the record {key!r}', index_name, tup, key)
-
-    def put(self, txn: Transaction, etxn: EngineTransaction, rec: Any, key: object,
-            blind: bool, packer: Encoder | None = None, header: bytes | None = None) -> Record:
-        """Store `rec` (a value or a :class:`~centidb.records.Record`); see ``Collection.put``.
-
-        :param txn: the store transaction (for ``txn_key_func``).
-        :param etxn: its engine transaction.
-        :param rec: the record value, or a :class:`~centidb.records.Record`.
-        :param key: the key, or None.
-        :param blind: skip reading the old record.
-        :param packer: the packer to use, or None for the collection's own.
-        :param header: `packer`'s id byte, when `packer` is given.
-        :returns: the stored :class:`~centidb.records.Record`.
-        """
-        self.check_writable()
-        old_record = None
-        if type(rec) is records.Record or type(rec) is records.PYTHON.Record:
-            old_record = rec
-            if key is None:
-                key = rec.key
-            rec = rec.data
-        data = rec
-        # Everything user code can fail on runs before the first write.
-        encoded = self.encoder.encode(data)
-        if packer is None:
-            packer, header = self.packer, self.header
-        value = header + packer.encode(encoded)  # type: ignore[operator]  # given with packer
-        indexed = data if self.encoder.exact else self._decode_plain(encoded)
-        heads = None
-        keys = self.keys
-        if key is not None:
-            key = as_key(key)
-        elif keys.key_func is not None:
-            key = as_key(keys.key_func(data))
-        elif keys.txn_key_func is not None:
-            key = as_key(keys.txn_key_func(txn, data))
-        elif keys.kind != 'auto':
-            raise KeyKindMismatchError(
-                f'collection {self.name!r} makes its keys with a {keys.kind}, which '
-                f'this program did not pass to collection(); pass {keys.kind}=, or '
-                f'give put() the key')
-        else:
-            # The counter moves only once all user code has succeeded.
-            heads = records.index_entries(self.specs, indexed, _EMPTY)
-            key = (keys.next_key(etxn),)       # read now, moved on below
-        key_bytes = keylib.packs(key, self.prefix)
-        entry_tail = self.entry_tail(key_bytes)
-        if heads is None:
-            entries = records.index_entries(self.specs, indexed, entry_tail)
-        else:
-            entries = [head + entry_tail for head in heads]
-        self.check_key_sizes(key, key_bytes, entries)
-        if self.unique:
-            self.check_unique(etxn, key_bytes, entries, len(entry_tail))
-        old_entries = None
-        # Without indexes there are no stale entries to find: skip the read.
-        if not blind and self.indexes:
-            # A write transaction has reloaded the metadata, so `batched` is
-            # current: no fallback read for a new key (reads need one).
-            old = self.view.get(etxn, key_bytes) if self.batched else etxn.get(key_bytes)
-            if old is not None:
-                if (old_record is not None and old_record.coll is self.coll
-                        and old_record._indexes is self.indexes
-                        and old_record.key == key and old_record._stored == old):
-                    old_entries = old_record._entries
-                else:
-                    old_entries = self.old_entries(old, entry_tail)
-        for hook in self.before_write:
-            hook(key, data)
-        # Everything that can fail has run: from here on, writes.
-        if keys.kind == 'auto' and len(key) == 1 and type(key[0]) is int:
-            # The counter stays above every (n,) key, so it never hands out a used one.
-            keys.at_least(etxn, key[0] + 1)
-        if self.batched:
-            self.view.split(etxn, key_bytes)
-        delete_stale(etxn, old_entries, entries)
-        writes = [(key_bytes, value)]
-        writes += [(entry, _EMPTY) for entry in entries]
-        etxn._put_many(writes)
-        if self.report:
-            txn.changes.append(Change(self.name, key, data))
-        return records.Record(self.coll, data, key, value, entries, self.indexes)
-
-    def put_many(self, txn: Transaction, etxn: EngineTransaction, recs: list[Any],
-                 blind: bool) -> list[Key]:
-        """Store each of `recs`, writing nothing if any fails; see ``Collection.put_many``.
-
-        The common case is :meth:`~centidb.records.RecordWriter.write_many`,
-        which makes everything before it writes; otherwise each record is
-        :meth:`put` in turn through a :class:`Savepoint`, rolled back if one
-        raises.
-
-        :param txn: the store transaction (for ``txn_key_func``).
-        :param etxn: its engine transaction.
-        :param recs: a ``list`` of record values or
-            :class:`~centidb.records.Record` objects.
-        :param blind: skip reading the old records.
-        :returns: a ``list`` of the key tuples, in the order of `recs`.
-        """
-        self.check_writable()
-        keys = self.keys
-        first_id = None
-        if keys.kind == 'auto' and self.writer.usable:
-            first_id = keys.next_key(etxn)      # read now, moved on below
-        written = self.writer.write_many(etxn, recs, blind, first_id)
-        if written is not None:
-            if first_id is not None and written:
-                # The counter stays above every key handed out, as for put().
-                keys.at_least(etxn, first_id + len(written))
-            if self.report:
-                name = self.name
-                txn.changes += [Change(name, key, data) for key, data in zip(written, recs)]
-            return written
-        savepoint = Savepoint(etxn)
-        # It has the engine transaction methods the write paths use.
-        through: EngineTransaction = savepoint  # type: ignore[assignment]
-        # A txn_key_func is handed the store transaction: what it writes
-        # through it (say, a counter it moves) goes through the savepoint too.
-        txn.engine_txn = through
-        reported = len(txn.changes)
-        try:
-            # A stored Record's key is never None.
-            return [self.put(txn, through, rec, None, blind).key  # type: ignore[misc]
-                    for rec in recs]
-        except BaseException:
-            savepoint.roll_back()
-            del txn.changes[reported:]      # what was rolled back was not written
-            raise
-        finally:
-            if txn.engine_txn is through:
-                txn.engine_txn = etxn
-
-    def delete_many(self, txn: Transaction, etxn: EngineTransaction,
-                    keys: list[Key]) -> list[Record | None]:
-        """Delete the records under the key tuples `keys`; see ``Collection.delete_many``.
-
-        Every record is read and decoded, and its index entries made (and the
-        before-write hooks called), before the first write, so if any of
-        that raises nothing is deleted.
-
-        :param txn: the store transaction (its changes are recorded there).
-        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-        :param keys: a ``list`` of key tuples.
-        :returns: a ``list`` with the deleted :class:`~centidb.records.Record`
-            for each key, or None if there was none (or the key came earlier
-            in `keys`).
-        """
-        self.check_writable()
-        deleted: list[Record | None] = []
-        doomed: list[tuple[bytes, bool, tuple[bytes, ...]]] = []
-        seen: set[bytes] = set()
-        for key in keys:
-            key_bytes = keylib.packs(key, self.prefix)
-            if key_bytes in seen:       # deleted by its first mention
-                deleted.append(None)
-                continue
-            seen.add(key_bytes)
-            plain = etxn.get(key_bytes)
-            old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
-            if old is None:
-                deleted.append(None)
-                continue
-            data = self.decoded(key_bytes, old)
-            entries = self.entries(data, self.entry_tail(key_bytes))
-            doomed.append((key_bytes, plain is None, tuple(entries)))   # untracked by gc
-            deleted.append(records.Record(self.coll, data, key))
-        gone = [key for key, rec in zip(keys, deleted) if rec is not None]
-        for hook in self.before_write:
-            for key in gone:
-                hook(key, None)
-        # Everything that can fail has run: from here on, writes.
-        for key_bytes, in_batch, held in doomed:
-            if in_batch:
-                self.view.split(etxn, key_bytes, rejoin=True)
-            for entry in held:
-                etxn.delete(entry)
-            etxn.delete(key_bytes)
-        if self.report:
-            txn.changes += [Change(self.name, key, None) for key in gone]
-        return deleted
-
-    def delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
-        """Delete the record under the key tuple `key` and its index entries.
-
-        :param txn: the store transaction (its change is recorded there).
-        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-        :param key: the key tuple.
-        :returns: the deleted :class:`~centidb.records.Record`, or None if there was none.
-        """
-        self.check_writable()
-        key_bytes = keylib.packs(key, self.prefix)
-        plain = etxn.get(key_bytes)
-        old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
-        if old is None:
-            return None
-        data = self.decoded(key_bytes, old)
-        entries = self.entries(data, self.entry_tail(key_bytes))
-        for hook in self.before_write:
-            hook(key, None)
-        # Everything that can fail has run: from here on, writes.
-        if plain is None:
-            self.view.split(etxn, key_bytes, rejoin=True)
-        for entry in entries:
-            etxn.delete(entry)
-        etxn.delete(key_bytes)
-        if self.report:
-            txn.changes.append(Change(self.name, key, None))
-        return records.Record(self.coll, data, key)
-
-    def fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
-                   index_prefix: bytes, unique_name: str | None = None) -> None:
-        """Write the entries of a new index for every record of the collection.
-
-        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-        :param func: the index function.
-        :param index_prefix: the index's prefix.
-        :param unique_name: the index's name if it is unique, else None.
-        :raises ~centidb.errors.UniqueError: (a unique index) if two records
-            have the same index tuple; nothing is written.
-        """
-        lo, hi = keylib.prefix_range((), self.prefix)
-        specs = ((func, index_prefix),)
-        entries: list[bytes] = []
-        owners: dict[bytes, bytes] = {}     # packed tuple -> the first entry with it
-        for key_bytes, stored in self.items(etxn, lo, hi, False):
-            data = self.decoded(key_bytes, stored)
-            tail = self.entry_tail(key_bytes)
-            made = records.index_entries(specs, data, tail)
-            if unique_name is not None:
-                for entry in made:
-                    head = entry[:-len(tail)]
-                    first = owners.setdefault(head, entry)
-                    if first != entry:
-                        raise self.unique_error(unique_name, index_prefix, first)
-            entries += made
-        # Every call of `func` has succeeded: only now write.
-        for entry in entries:
-            etxn.put(entry, _EMPTY)
-
-
-class Writer(Protocol):
-    """The common-case writer of a collection: a RecordWriter, or one reporting changes.
-
-    :class:`~centidb.records.RecordWriter` is one, and so is
-    :class:`ReportingWriter`.
-    """
-
-    @property
-    def usable(self) -> bool:
-        """False when the collection's puts are never the common case."""
-
-    def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
-        """As :meth:`~centidb.records.RecordWriter.write`.
-
-        :param txn: a write :class:`~centidb.txn.Transaction`.
-        :param data: the record value.
-        :param key: the key, or ``None``.
-        :param blind: as for ``Collection.put``.
-        """
-
-    def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
-                   first_id: int | None) -> list[Key] | None:
-        """As :meth:`~centidb.records.RecordWriter.write_many`.
-
-        :param etxn: the write engine transaction.
-        :param datas: a ``list`` of record values.
-        :param blind: as for ``Collection.put``.
-        :param first_id: ``None``, or the first counter key.
-        """
-
-
-class ReportingWriter:
-    """A :class:`~centidb.records.RecordWriter` whose puts also record their change.
-
-    While the store has :meth:`~centidb.store.Store.on_commit` hooks, the
-    collection writes through this: each record :meth:`write` stores adds a
-    :class:`~centidb.txn.Change` to the store transaction's ``changes``.
-    :meth:`write_many` only passes the call on; :meth:`Records.put_many`
-    records those changes, as it holds the store transaction.
-
-    :param writer: the collection's :class:`~centidb.records.RecordWriter`.
-    :param name: the collection's name.
-    """
-
-    __slots__ = ('writer', 'name', 'usable')
-
-    def __init__(self, writer: Writer, name: str) -> None:
-        self.writer = writer
-        self.name = name
-        self.usable = writer.usable
-
-    def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
-        """As :meth:`~centidb.records.RecordWriter.write`, recording the change.
-
-        :param txn: a write :class:`~centidb.txn.Transaction`.
-        :param data: the record value.
-        :param key: the key, or ``None``.
-        :param blind: as for ``Collection.put``.
-        """
-        record = self.writer.write(txn, data, key, blind)
-        if record is not None:
-            # A stored Record's key is never None.
-            txn.changes.append(Change(self.name, record.key, data))  # type: ignore[arg-type]
-        return record
-
-    def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
-                   first_id: int | None) -> list[Key] | None:
-        """As :meth:`~centidb.records.RecordWriter.write_many` (recording nothing).
-
-        :param etxn: the write engine transaction.
-        :param datas: a ``list`` of record values.
-        :param blind: as for ``Collection.put``.
-        :param first_id: ``None``, or the first counter key.
-        """
-        return self.writer.write_many(etxn, datas, blind, first_id)
-
-
-class Savepoint:
-    """Writes through an engine transaction that can be rolled back.
-
-    Engine transactions have no savepoints, so this one remembers, for each
-    key it writes, the value the transaction held before the first write;
-    :meth:`roll_back` puts those values back, leaving the transaction as it
-    was when the savepoint was made (as far as writes made through the
-    savepoint go). It has the engine transaction methods the record write
-    paths use; reads pass straight through.
-
-    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-    """
-
-    #: The unchecked paths are not offered: every write must be remembered.
-    _fast_get = None
-    _fast_put_many = None
-
-    def __init__(self, etxn: EngineTransaction) -> None:
-        self.etxn = etxn
-        # Engine key -> value before the first write, or None.
-        self.saved: dict[bytes, bytes | None] = {}
-
-    @property
-    def writes(self) -> int:
-        """The engine transaction's count of writes."""
-        return self.etxn.writes
-
-    @property
-    def state(self) -> str:
-        """The engine transaction's state."""
-        return self.etxn.state
-
-    def get(self, key: bytes) -> bytes | None:
-        """As :meth:`~centidb.engines.EngineTransaction.get`.
-
-        :param key: non-empty ``bytes``.
-        """
-        return self.etxn.get(key)
-
-    def first(self, lo: bytes | None = None, hi: bytes | None = None,
-              reverse: bool = False) -> Item | None:
-        """As :meth:`~centidb.engines.EngineTransaction.first`.
-
-        :param lo: the lowest key included, or ``None``.
-        :param hi: the key at which to stop, or ``None``.
-        :param reverse: descend.
-        """
-        return self.etxn.first(lo, hi, reverse)
-
-    def items(self, lo: bytes | None = None, hi: bytes | None = None,
-              reverse: bool = False) -> ItemIterator:
-        """As :meth:`~centidb.engines.EngineTransaction.items`.
-
-        :param lo: the lowest key included, or ``None``.
-        :param hi: the key at which to stop, or ``None``.
-        :param reverse: descend.
-        """
-        return self.etxn.items(lo, hi, reverse)
-
-    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
-             reverse: bool = False) -> KeyIterator:
-        """As :meth:`~centidb.engines.EngineTransaction.keys`.
-
-        :param lo: the lowest key included, or ``None``.
-        :param hi: the key at which to stop, or ``None``.
-        :param reverse: descend.
-        """
-        return self.etxn.keys(lo, hi, reverse)
-
-    def _save(self, key: bytes) -> None:
-        if key not in self.saved:
-            self.saved[key] = self.etxn.get(key)
-
-    def put(self, key: bytes, value: bytes) -> None:
-        """As :meth:`~centidb.engines.EngineTransaction.put`, remembering the old value.
-
-        :param key: non-empty ``bytes``.
-        :param value: ``bytes``.
-        """
-        self._save(key)
-        self.etxn.put(key, value)
-
-    def delete(self, key: bytes) -> None:
-        """As :meth:`~centidb.engines.EngineTransaction.delete`, remembering the old value.
-
-        :param key: non-empty ``bytes``.
-        """
-        self._save(key)
-        self.etxn.delete(key)
-
-    def _put_many(self, pairs: list[Item]) -> None:
-        for key, _ in pairs:
-            self._save(key)
-        self.etxn._put_many(pairs)
-
-    def roll_back(self) -> None:
-        """Put back every value written through the savepoint as it was.
-
-        Does nothing if the engine transaction has ended (an engine error
-        such as :class:`~centidb.errors.MapFullError` aborts it).
-        """
-        etxn = self.etxn
-        if etxn.state != 'open':
-            return
-        for key, value in self.saved.items():
-            if value is None:
-                etxn.delete(key)
-            else:
-                etxn.put(key, bytes(value))
-        self.saved = {}
 
 
 def corrupt_entry_error(entry: bytes) -> CorruptKeyError:

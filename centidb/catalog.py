@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any, Dict, Mapping, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, TypeVar
 
 from centidb import encodings, keylib
 from centidb.encodings import Encoder
@@ -32,7 +32,7 @@ from centidb.errors import (
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Catalog', 'check', 'CollectionInfo', 'MetaProblem', 'FORMAT_NAME',
+__all__ = ['Catalog', 'EncoderRegistry', 'check', 'CollectionInfo', 'MetaProblem', 'FORMAT_NAME',
            'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
 
 _T = TypeVar('_T')
@@ -133,113 +133,22 @@ def _bump(etxn: EngineTransaction, key: bytes, n: int, init: int, what: str) -> 
 KEY_KINDS = ('key_func', 'txn_key_func', 'auto')
 
 
-class Catalog:
-    """A store's metadata and this process's cached view of it.
+class EncoderRegistry:
+    """The encoders and packers a store knows, by name and persistent id.
 
-    The cache (encoder ids, and the collections the store keeps) is checked
-    against the stored *generation*, a number every metadata change bumps,
-    when each write transaction begins (:meth:`refresh`), so ids are always
-    assigned inside the write transaction that records them and several
-    processes end with the same ids. On an empty engine the format record
-    and the built-in encoders' ids are written in one write transaction.
-
-    :param txns: the store's :class:`~centidb.txn.TxnManager`.
-    :raises ~centidb.errors.StoreFormatError: if the engine holds data that
-        is not a centidb store, or a store of another format or version, or
-        unreadable metadata.
+    The part of :class:`Catalog` that numbers encoders (a mixin: the state
+    lives in the catalog, under its lock).
     """
 
-    def __init__(self, txns: TxnManager) -> None:
-        self._txns = txns
-        self.engine: Engine = txns.engine
-        #: Guards the cache; taken after the engine's writer lock.
-        self.lock = threading.RLock()
-        #: The metadata generation as last read; None: reload at the next refresh.
-        self.generation: int | None = None
-        self._encoders = {enc.name: enc for enc in encodings.BUILTIN_ENCODERS
-                          if enc is not encodings.PICKLE_ENCODER}
-        self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
-        self._encoder_ids: dict[str, int] = {}     # name -> persistent id
-        self._encoder_names: dict[int, str] = {}   # persistent id -> name
-        with self.engine.begin() as etxn:
-            complete = not self.check_format(etxn) and self._has_builtin_ids(etxn)
-            if complete:
-                self.refresh(etxn)
-        if not complete:
-            with self.engine.begin(write=True) as etxn:
-                if self.check_format(etxn):
-                    etxn.put(_FORMAT_KEY, _dump({'format': FORMAT_NAME,
-                                                 'version': FORMAT_VERSION}))
-                self.refresh(etxn)
-                for enc in encodings.BUILTIN_ENCODERS:
-                    self._persist_encoder_id(etxn, enc.name)
+    if TYPE_CHECKING:   # set by Catalog.__init__, declared for the type checker
+        lock: threading.RLock
+        _txns: TxnManager
+        _encoders: dict[str, Encoder]
+        _builtin_names: frozenset[str]
+        _encoder_ids: dict[str, int]
+        _encoder_names: dict[int, str]
 
-    # --- format and generation --------------------------------------------------
-
-    def check_format(self, etxn: EngineTransaction) -> bool:
-        """Check the format record; return True if the engine is empty.
-
-        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
-        :raises ~centidb.errors.StoreFormatError: for another format or
-            version, or data without a format record.
-        """
-        stored = etxn.get(_FORMAT_KEY)
-        if stored is None:
-            for _ in etxn.keys():
-                raise StoreFormatError(
-                    f'{self.engine!r} holds data but no centidb format '
-                    f'record: it is not a centidb store')
-            return True
-        info = _load(stored, 'the store format')
-        if 'format' not in info or 'version' not in info:
-            raise StoreFormatError(f'unreadable centidb format record: {bytes(stored)!r:.100}')
-        name, version = info['format'], info['version']
-        if name != FORMAT_NAME:
-            raise StoreFormatError(f'the engine holds a {name!r} store, not {FORMAT_NAME!r}')
-        if version != FORMAT_VERSION:
-            raise StoreFormatError(
-                f'the store has format version {version!r}; this centidb reads '
-                f'version {FORMAT_VERSION}')
-        return False
-
-    def _has_builtin_ids(self, etxn: EngineTransaction) -> bool:
-        return all(etxn.get(_meta_key('encoder', enc.name)) is not None
-                   for enc in encodings.BUILTIN_ENCODERS)
-
-    def refresh(self, etxn: EngineTransaction) -> bool:
-        """Bring the cached encoder ids up to date if the metadata changed.
-
-        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
-        :returns: True if the stored generation differed from the cached one
-            (the store then reloads its collections).
-        """
-        generation = _int_at(etxn, _GENERATION_KEY, 'the metadata generation') or 0
-        if generation == self.generation:
-            return False
-        with self.lock:
-            ids: dict[str, int] = {}
-            names: dict[int, str] = {}
-            lo, hi = keylib.prefix_range((_META, 'encoder'))
-            for key_bytes, value in etxn.items(lo, hi):
-                name = keylib.unpacks(key_bytes)[2]
-                encoder_id = _field(_load(value, f'encoder {name!r}'), 'id', int,
-                                    f'encoder {name!r}')
-                ids[name] = encoder_id
-                names[encoder_id] = name
-            self._encoder_ids, self._encoder_names = ids, names
-            self.generation = generation
-        return True
-
-    def _changed(self, txn: Transaction) -> None:
-        """Bump the generation in `txn`: other processes reload at their next write."""
-        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
-        self.generation = _bump(etxn, _GENERATION_KEY, 1, 0, 'the metadata generation') + 1
-        txn.undo.append(self._forget_generation)
-
-    def _forget_generation(self) -> None:
-        self.generation = None
-
-    # --- encoders and packers ------------------------------------------------------
+        def _changed(self, txn: Transaction) -> None: ...
 
     def _persist_encoder_id(self, etxn: EngineTransaction, name: str) -> int:
         """The id stored for encoder `name`, numbering it first if it has none."""
@@ -353,6 +262,113 @@ class Catalog:
             f'a record in collection {coll_name!r} was packed with {name!r}, '
             f'which is not registered in this session; call '
             f'store.add_encoder() with the {name!r} Encoder first')
+
+
+class Catalog(EncoderRegistry):
+    """A store's metadata and this process's cached view of it.
+
+    The cache (encoder ids, and the collections the store keeps) is checked
+    against the stored *generation*, a number every metadata change bumps,
+    when each write transaction begins (:meth:`refresh`), so ids are always
+    assigned inside the write transaction that records them and several
+    processes end with the same ids. On an empty engine the format record
+    and the built-in encoders' ids are written in one write transaction.
+
+    :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :raises ~centidb.errors.StoreFormatError: if the engine holds data that
+        is not a centidb store, or a store of another format or version, or
+        unreadable metadata.
+    """
+
+    def __init__(self, txns: TxnManager) -> None:
+        self._txns = txns
+        self.engine: Engine = txns.engine
+        #: Guards the cache; taken after the engine's writer lock.
+        self.lock = threading.RLock()
+        #: The metadata generation as last read; None: reload at the next refresh.
+        self.generation: int | None = None
+        self._encoders = {enc.name: enc for enc in encodings.BUILTIN_ENCODERS
+                          if enc is not encodings.PICKLE_ENCODER}
+        self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
+        self._encoder_ids: dict[str, int] = {}     # name -> persistent id
+        self._encoder_names: dict[int, str] = {}   # persistent id -> name
+        with self.engine.begin() as etxn:
+            complete = not self.check_format(etxn) and self._has_builtin_ids(etxn)
+            if complete:
+                self.refresh(etxn)
+        if not complete:
+            with self.engine.begin(write=True) as etxn:
+                if self.check_format(etxn):
+                    etxn.put(_FORMAT_KEY, _dump({'format': FORMAT_NAME,
+                                                 'version': FORMAT_VERSION}))
+                self.refresh(etxn)
+                for enc in encodings.BUILTIN_ENCODERS:
+                    self._persist_encoder_id(etxn, enc.name)
+
+    # --- format and generation --------------------------------------------------
+
+    def check_format(self, etxn: EngineTransaction) -> bool:
+        """Check the format record; return True if the engine is empty.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :raises ~centidb.errors.StoreFormatError: for another format or
+            version, or data without a format record.
+        """
+        stored = etxn.get(_FORMAT_KEY)
+        if stored is None:
+            for _ in etxn.keys():
+                raise StoreFormatError(
+                    f'{self.engine!r} holds data but no centidb format '
+                    f'record: it is not a centidb store')
+            return True
+        info = _load(stored, 'the store format')
+        if 'format' not in info or 'version' not in info:
+            raise StoreFormatError(f'unreadable centidb format record: {bytes(stored)!r:.100}')
+        name, version = info['format'], info['version']
+        if name != FORMAT_NAME:
+            raise StoreFormatError(f'the engine holds a {name!r} store, not {FORMAT_NAME!r}')
+        if version != FORMAT_VERSION:
+            raise StoreFormatError(
+                f'the store has format version {version!r}; this centidb reads '
+                f'version {FORMAT_VERSION}')
+        return False
+
+    def _has_builtin_ids(self, etxn: EngineTransaction) -> bool:
+        return all(etxn.get(_meta_key('encoder', enc.name)) is not None
+                   for enc in encodings.BUILTIN_ENCODERS)
+
+    def refresh(self, etxn: EngineTransaction) -> bool:
+        """Bring the cached encoder ids up to date if the metadata changed.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :returns: True if the stored generation differed from the cached one
+            (the store then reloads its collections).
+        """
+        generation = _int_at(etxn, _GENERATION_KEY, 'the metadata generation') or 0
+        if generation == self.generation:
+            return False
+        with self.lock:
+            ids: dict[str, int] = {}
+            names: dict[int, str] = {}
+            lo, hi = keylib.prefix_range((_META, 'encoder'))
+            for key_bytes, value in etxn.items(lo, hi):
+                name = keylib.unpacks(key_bytes)[2]
+                encoder_id = _field(_load(value, f'encoder {name!r}'), 'id', int,
+                                    f'encoder {name!r}')
+                ids[name] = encoder_id
+                names[encoder_id] = name
+            self._encoder_ids, self._encoder_names = ids, names
+            self.generation = generation
+        return True
+
+    def _changed(self, txn: Transaction) -> None:
+        """Bump the generation in `txn`: other processes reload at their next write."""
+        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
+        self.generation = _bump(etxn, _GENERATION_KEY, 1, 0, 'the metadata generation') + 1
+        txn.undo.append(self._forget_generation)
+
+    def _forget_generation(self) -> None:
+        self.generation = None
 
     # --- collections and indexes ---------------------------------------------------------
 

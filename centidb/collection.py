@@ -15,28 +15,30 @@ Iterating methods and ``count()`` take the query parameters described in
 
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
+from typing import Any, Callable, Final, Iterable, Iterator, NoReturn
 
-from centidb import batches, encodings, keylib
+from centidb import encodings, keylib
 from centidb.batches import BatchView
+from centidb.bulk import BulkWrites
 from centidb.catalog import Catalog, CollectionInfo
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item
+from centidb.hooks import CollectionHooks
 from centidb.index import Index, Indexed, IndexSet  # Index: also the older import path
 from centidb.keylib import Key
+from centidb.mapping import MappingMethods
 from centidb.query import Queryable, check_query, query_doc, readonly
 from centidb.errors import CorruptKeyError, StoreError
-from centidb.access import KeySource, Records, Writer
+from centidb.access import Records
 from centidb.records import Record, as_key
 from centidb.txn import Transaction, TxnManager
+from centidb.writing import KeySource, Writer
 
 __all__ = ['Collection']
 
-_Check = TypeVar('_Check', bound=Callable[[Key, Any], object])
 
-
-class Collection(Indexed, Queryable):
+class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods):
     """A named set of records in a store, with its indexes.
 
     Made by :meth:`centidb.store.Store.collection`, not directly; see there
@@ -205,50 +207,6 @@ class Collection(Indexed, Queryable):
         """
         self._rebuild()
 
-    # --- hooks ---------------------------------------------------------------
-
-    def before_write(self, hook: _Check) -> _Check:
-        """Call ``hook(key, value)`` before each record of this collection is written.
-
-        For validation: the hook runs in the write transaction, for every
-        ``put()``, ``put_many()``, ``delete()``, ``delete_many()``,
-        ``coll[key] = value`` and ``del coll[key]``, after the key, the
-        index entries and every other check have been made and just before
-        the record is written (``value`` is ``None`` for a delete, and a
-        delete of a missing key calls nothing). If it raises, that write
-        writes nothing, and for ``put_many()`` and ``delete_many()`` the
-        whole call writes nothing, and the exception propagates. ``batch()``
-        and ``Store.drop_collection()`` call no hook. Hooks run in the
-        order added and last for this session only; while a collection has
-        one, its writes take the general (slower) path.
-
-        Returns `hook`, so it works as a decorator.
-
-        :param hook: ``hook(key tuple, value)``; what it returns is ignored.
-        :returns: `hook`.
-        :raises TypeError: if `hook` is not callable.
-        """
-        if not callable(hook):
-            raise TypeError(f'a before_write hook must be callable, not {hook!r}')
-        self._before_write.append(hook)
-        self._rebuild()
-        return hook
-
-    def remove_hook(self, hook: Callable[[Key, Any], object]) -> None:
-        """Stop calling a hook added with :meth:`before_write`.
-
-        A hook added twice is called twice, and removed once by each call.
-
-        :param hook: the hook, as given to :meth:`before_write`.
-        :raises ValueError: if `hook` is not one of this collection's hooks.
-        """
-        try:
-            self._before_write.remove(hook)
-        except ValueError:
-            raise ValueError(f'{hook!r} is not a before_write hook of collection '
-                             f'{self._name!r}') from None
-        self._rebuild()
-
     # --- writing -------------------------------------------------------------
 
     def put(self, rec: Any, key: object = None, blind: bool = False,
@@ -340,150 +298,6 @@ class Collection(Indexed, Queryable):
 
     def _delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
         return self._records.delete(txn, etxn, key)
-
-    def put_many(self, recs: Iterable[Any], *, blind: bool = False,
-                 txn: Transaction | None = None) -> list[Key]:
-        """Store every record of `recs` in one transaction; return their keys.
-
-        Each gets its key and index entries as :meth:`put` gives them, in
-        order (a key that comes twice ends with the later record). The call
-        is atomic: if anything fails for any record (a key or index
-        function raises, a value cannot be encoded, a key is too long),
-        nothing of the call is written and the exception propagates; a
-        transaction passed as `txn` is left as it was, including what a
-        ``txn_key_func`` wrote through it. For a collection with a
-        ``key_func`` or counter keys and plain values, every record is
-        encoded and checked before the first write, and the writes go to the
-        engine in one call; the stored bytes of the whole call are held in
-        memory until then, so split a very large import into calls of some
-        thousands of records (in one transaction, if it must be atomic).
-
-        :param recs: an iterable of record values (or :class:`Record`
-            objects, whose ``data`` is stored and ``key``, if not ``None``,
-            reused).
-        :param blind: as for :meth:`put`: True skips reading the records
-            already under the keys, promising there are none.
-        :param txn: a write :class:`~centidb.txn.Transaction` of the store
-            (default: see the module doc).
-        :returns: a ``list`` of key tuples, in the order of `recs`.
-        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
-            added in this session.
-        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key or index
-            tuple element the key codec cannot encode.
-        :raises ValueError: if a packed key or index entry is longer than
-            the engine's ``max_key_size``.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
-            read-only.
-        """
-        return self._txns.run(txn, True, self._put_many, list(recs), blind)
-
-    def _put_many(self, txn: Transaction, etxn: EngineTransaction, recs: list[Any],
-                  blind: bool) -> list[Key]:
-        return self._records.put_many(txn, etxn, recs, blind)
-
-    def delete_many(self, keys: Iterable[object], *,
-                    txn: Transaction | None = None) -> list[Record | None]:
-        """Delete the records under `keys` in one transaction, as :meth:`delete` each.
-
-        The call is atomic: every record is read, decoded and its index
-        entries found before the first delete, so if that fails for any key
-        nothing is deleted; a transaction passed as `txn` is left as it was.
-
-        :param keys: an iterable of key tuples (a bare value means a
-            1-tuple) or stored :class:`Record` objects.
-        :param txn: a write :class:`~centidb.txn.Transaction` of the store
-            (default: see the module doc).
-        :returns: a ``list`` mirroring `keys`: the deleted :class:`Record`
-            for each, or ``None`` where there was no such record (also for
-            a key that came earlier in `keys`).
-        :raises ValueError: for a :class:`Record` that was never stored.
-        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
-            added in this session.
-        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
-            the key codec cannot encode.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
-            read-only.
-        """
-        tuples: list[Key] = []
-        for key in keys:
-            if type(key) is Record:
-                if key.key is None:
-                    raise ValueError('a Record in keys was never stored, so it has no '
-                                     'key to delete')
-                key = key.key
-            tuples.append(as_key(key))
-        return self._txns.run(txn, True, self._delete_many, tuples)
-
-    def _delete_many(self, txn: Transaction, etxn: EngineTransaction,
-                     keys: list[Key]) -> list[Record | None]:
-        return self._records.delete_many(txn, etxn, keys)
-
-    # --- batches -------------------------------------------------------------
-
-    def batch(self, lo: object = None, hi: object = None, *, prefix: object = None,
-              startswith: object = None, max_recs: int | None = None,
-              max_bytes: int | None = None, packer: Encoder = encodings.ZLIB_PACKER,
-              txn: Transaction | None = None) -> tuple[int, int, Key | None]:
-        """Store runs of adjacent records in the range as compressed batches.
-
-        Every record in the range is rewritten into batches, each compressed
-        with `packer` as one value. Batches that straddle the range ends are
-        rewritten whole. Reads and writes keep working on batched records;
-        index entries are unchanged. The whole range is held in memory while
-        it is rewritten.
-
-        :param lo: the lowest key included, as for :meth:`items`.
-        :param hi: the key at which to stop (excluded), as for :meth:`items`.
-        :param prefix: only keys whose first elements equal this tuple's,
-            as for :meth:`items`.
-        :param startswith: as `prefix`, but the last element matches every
-            string starting with it, as for :meth:`items`.
-        :param max_recs: the most records in one batch (default and maximum
-            :data:`~centidb.batches.MAX_MEMBERS`).
-        :param max_bytes: the most bytes of keys and encoded values in one
-            batch (default: no limit); a record larger than this makes a
-            batch by itself.
-        :param packer: the :class:`~centidb.encodings.Encoder` that
-            compresses each batch.
-        :param txn: a write :class:`~centidb.txn.Transaction` of the store
-            (default: see the module doc).
-        :returns: ``(records found, batches made, last key)``, where `last
-            key` is the key of the last record rewritten (or ``None``), so a
-            long range can be batched in pieces.
-        :raises TypeError: if `max_recs` or `max_bytes` is not an ``int``,
-            `packer` not an ``Encoder``, or `txn` not a transaction of this
-            store.
-        :raises ValueError: if `max_recs` or `max_bytes` is outside what the
-            batch format holds.
-        :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
-            added in this session.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
-            read-only.
-        :raises ~centidb.errors.UnknownEncoderError: if `packer` is new to
-            the store while this thread has a write transaction open, or a
-            record in the range was packed with an unregistered packer.
-        """
-        batches.check_limits(max_recs, max_bytes)
-        packer_id = self._catalog.encoder_id(packer)
-        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, False)
-        return self._txns.run(txn, True, self._batch, lo_bytes, hi_bytes,
-                              max_recs or batches.MAX_MEMBERS, max_bytes, packer_id, packer)
-
-    def _batch(self, txn: Transaction, etxn: EngineTransaction, lo_bytes: bytes,
-               hi_bytes: bytes, max_recs: int, max_bytes: int | None, packer_id: int,
-               packer: Encoder) -> tuple[int, int, Key | None]:
-        self._records.check_writable()
-        found, made, last = self._view.batch(etxn, lo_bytes, hi_bytes, max_recs, max_bytes,
-                                             packer_id, packer)
-        if made:
-            # Written every time: an earlier batch() may have been rolled back.
-            self._info = dict(self._info, batched=True)
-            self._catalog.save_collection_info(txn, self.name, self._info)
-            self._batched = True
-            self._rebuild()
-        return found, made, (None if last is None else keylib.unpacks(last))
 
     # --- reading -------------------------------------------------------------
 
@@ -597,42 +411,6 @@ class Collection(Indexed, Queryable):
             return keylib.unpacks(key_bytes, self._prefix)[:size]
         except CorruptKeyError as exc:
             raise _corrupt_key(self._name, key_bytes, exc) from None
-
-    # --- the mapping protocol ------------------------------------------------
-
-    def __len__(self) -> int:
-        return self.count()
-
-    def __bool__(self) -> bool:
-        for _ in self.keys(max=1):
-            return True
-        return False
-
-    def __contains__(self, key: object) -> bool:
-        return self._txns.run(None, False, self._has, as_key(key))
-
-    def _has(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> bool:
-        return self._records.stored(etxn, keylib.packs(key, self._prefix)) is not None
-
-    def __getitem__(self, key: object) -> Any:
-        value = self.get(key, _MISSING)
-        if value is _MISSING:
-            raise KeyError(key)
-        return value
-
-    def __setitem__(self, key: object, value: Any) -> None:
-        self.put(value, key=key)
-
-    def __delitem__(self, key: object) -> None:
-        if self.delete(key) is None:
-            raise KeyError(key)
-
-    def __iter__(self) -> Iterator[Key]:
-        return self.keys()
-
-
-_MISSING = object()
-
 
 def _corrupt_key(name: str, key_bytes: bytes, exc: CorruptKeyError) -> CorruptKeyError:
     return CorruptKeyError(f'collection {name!r}: a record key is corrupt ({exc}): '

@@ -192,3 +192,11 @@ class UniqueError(StoreError, ValueError):
         self.value = value
         #: The key of the record that already has it.
         self.key = key
+
+
+class ModelNotBoundError(StoreError, RuntimeError):
+    """A model was used before it was bound to a store.
+
+    Call ``Model.bind(store)`` first (again after reopening the store); it
+    opens the model's collection and adds the model's indexes.
+    """

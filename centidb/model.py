@@ -29,24 +29,26 @@ The key is ``key=`` (a field name, or a tuple of them: the key tuple holds
 those fields' values; or a function of an instance returning the key).
 Without ``key=``, records are numbered by the collection's counter, and an
 instance remembers the number it was saved under.
+
+A model used before ``bind(store)`` raises
+:class:`~centidb.errors.ModelNotBoundError`. Fields and their type checks
+are :mod:`centidb.fields`, index declarations and queries
+:mod:`centidb.modelindex`; ``field``, ``Field``, ``index_on``,
+``DeclaredIndex`` and ``ModelIndex`` can be imported from here too.
 """
 
 from __future__ import annotations
 
-import datetime
-import decimal
-import inspect
-import re
-import types
 import typing
-import uuid
-from typing import (TYPE_CHECKING, Any, Callable, ClassVar, Generic, Iterable, Iterator,
-                    Literal, Optional, TypeVar, Union, cast, overload)
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, TypeVar, overload
 
 from centidb.collection import Collection
-from centidb.errors import IndexInconsistentError
+from centidb.errors import ModelNotBoundError
+from centidb.fields import (MISSING, Check, Field, declare_field, described, field, field_names,
+                            field_values, type_checks)
 from centidb.index import Index
 from centidb.keylib import Key
+from centidb.modelindex import DeclaredIndex, ModelIndex, index_on
 from centidb.query import query_doc
 from centidb.records import Record, as_key
 from centidb.store import Store
@@ -64,314 +66,13 @@ else:
 
 __all__ = ['Model', 'ModelIndex', 'DeclaredIndex', 'Field', 'field', 'index_on']
 
-_T = TypeVar('_T')
 _D = TypeVar('_D')
 _M = TypeVar('_M', bound='Model')
-
-#: A value check: None when the value fits the field type, else a short
-#: description of what the value is instead (for the error message).
-_Check = Callable[[Any], Optional[str]]
-
-
-class _Missing:
-    """The marker of a field without a default."""
-
-    def __repr__(self) -> str:
-        return '<no default>'
-
-
-_MISSING: Any = _Missing()
-
-
-class Field:
-    """A field's default value, as :func:`field` declares it.
-
-    :param default: the value a field not given to the constructor gets.
-    :param default_factory: a function of no arguments called for that value
-        instead (for mutable values such as a ``list``).
-    """
-
-    __slots__ = ('default', 'default_factory')
-
-    def __init__(self, default: Any = _MISSING,
-                 default_factory: Callable[[], Any] | None = None) -> None:
-        if default is not _MISSING and default_factory is not None:
-            raise TypeError('give a field a default or a default_factory, not both')
-        if default_factory is not None and not callable(default_factory):
-            raise TypeError(f'default_factory must be callable, not {default_factory!r}')
-        self.default = default
-        self.default_factory = default_factory
-
-    def __repr__(self) -> str:
-        if self.default_factory is not None:
-            return f'field(default_factory={self.default_factory!r})'
-        return f'field(default={self.default!r})'
-
-    @property
-    def required(self) -> bool:
-        """True if the field has no default: the constructor needs it."""
-        return self.default is _MISSING and self.default_factory is None
-
-    def make_default(self) -> Any:
-        """Return the default value (from the factory, if there is one)."""
-        if self.default_factory is not None:
-            return self.default_factory()
-        return self.default
-
-
-@overload
-def field(*, default: _T) -> _T: ...
-
-
-@overload
-def field(*, default_factory: Callable[[], _T]) -> _T: ...
-
-
-def field(*, default: Any = _MISSING, default_factory: Callable[[], Any] | None = None) -> Any:
-    """Declare a field's default in a model's class body.
-
-    ``tags: list[str] = field(default_factory=list)`` gives every instance a
-    new empty list; ``age: int = field(default=0)`` is ``age: int = 0``.
-
-    :param default: the default value.
-    :param default_factory: a function of no arguments making the default.
-    :returns: a :class:`Field` (typed as the value, for the type checker).
-    :raises TypeError: if both are given, or `default_factory` is not
-        callable.
-    """
-    return Field(default, default_factory)
-
-
-def index_on(*on: str | Callable[[Any], Any], unique: bool = False) -> DeclaredIndex:
-    """Declare an index in a model's class body; the attribute's name is the index's.
-
-    ``by_age = index_on('age')`` indexes one field: each record is indexed
-    under that field's value, as ``add_index`` does with a function
-    returning it (``None``: no entry; a ``list``: one entry per element).
-    ``index_on('city', 'age')`` indexes the tuple of several fields.
-    ``index_on(func)`` indexes what ``func(instance)`` returns.
-
-    :param on: one or more field names, or one function of an instance.
-    :param unique: no two records may have the same index tuple (see
-        ``add_index``): a save that would raises
-        :class:`~centidb.errors.UniqueError` and writes nothing.
-    :returns: a :class:`DeclaredIndex`.
-    :raises TypeError: for anything else in `on`.
-    """
-    if len(on) == 1 and callable(on[0]):
-        return DeclaredIndex((), on[0], bool(unique))
-    if not on or not all(isinstance(name, str) and name for name in on):
-        raise TypeError('index_on() takes one or more field names, or one function, '
-                        f'not {on!r}')
-    return DeclaredIndex(cast('tuple[str, ...]', on), None, bool(unique))
-
-
-class DeclaredIndex:
-    """An index declared in a model's class body by :func:`index_on`.
-
-    Read from the model class (``User.by_age``), it is the model's
-    :class:`ModelIndex`, whose queries return instances.
-
-    :param fields: the field names indexed, or ``()`` with `func`.
-    :param func: ``func(instance)``, or None with `fields`.
-    :param unique: whether no two records may share an index tuple.
-    """
-
-    def __init__(self, fields: tuple[str, ...], func: Callable[[Any], Any] | None,
-                 unique: bool) -> None:
-        self.fields = fields
-        self.func = func
-        self.unique = unique
-        #: The attribute name, which is the index's name (set by the class).
-        self.name = ''
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        on = ', '.join(map(repr, self.fields)) if self.func is None else repr(self.func)
-        return f'index_on({on}{", unique=True" if self.unique else ""})'
-
-    def __get__(self, obj: object, owner: type[_M]) -> ModelIndex[_M]:
-        return ModelIndex(owner, self.name)
-
-
-# --- type checks -----------------------------------------------------------------
-
-#: ``Union[X, Y]`` and, from Python 3.10, ``X | Y``.
-_UNION_TYPES: tuple[Any, ...] = (Union, getattr(types, 'UnionType', Union))
-
-#: Classes a field may be, checked with ``isinstance``.
-_CLASSES = (str, bytes, datetime.datetime, datetime.date, decimal.Decimal, uuid.UUID)
-
-_SUPPORTED = ('str, int, float, bool, bytes, None, datetime, date, Decimal, UUID, list[X], '
-              'dict[K, V], tuple, Literal, Optional or a Union of them, or Any')
-
-
-def _described(value: Any) -> str:
-    text = repr(value)
-    return f'{type(value).__name__} ({text if len(text) <= 40 else text[:37] + "..."})'
-
-
-def _type_name(tp: Any) -> str:
-    """How a field type is shown in errors: ``list[str]``, ``int | None``."""
-    if tp is type(None) or tp is None:
-        return 'None'
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in _UNION_TYPES:
-        return ' | '.join(_type_name(arg) for arg in args)
-    if origin is Literal:
-        return f'Literal[{", ".join(map(repr, args))}]'
-    if origin is not None:
-        shown = ['...' if arg is Ellipsis else _type_name(arg) for arg in args]
-        return f'{origin.__name__}[{", ".join(shown)}]' if shown else str(origin.__name__)
-    if tp is Any:
-        return 'Any'
-    return getattr(tp, '__name__', repr(tp))
-
-
-def _checker(tp: Any, where: str) -> _Check:
-    """The check of values against the field type `tp`.
-
-    :param tp: the resolved annotation.
-    :param where: ``Model.field``, for the error on an unsupported type.
-    :raises TypeError: if `tp` is not a supported field type.
-    """
-    if tp is Any or tp is object:
-        return _anything
-    if tp is None or tp is type(None):
-        return lambda value: None if value is None else _described(value)
-    if tp is bool:
-        return lambda value: None if type(value) is bool else _described(value)
-    if tp is int:
-        return lambda value: (None if isinstance(value, int) and type(value) is not bool
-                              else _described(value))
-    if tp is float:
-        return lambda value: (None if isinstance(value, (int, float)) and type(value) is not bool
-                              else _described(value))
-    if tp in _CLASSES:
-        return lambda value: None if isinstance(value, tp) else _described(value)
-    origin, args = typing.get_origin(tp) or tp, typing.get_args(tp)
-    if origin in _UNION_TYPES:
-        return _union_checker([_checker(arg, where) for arg in args])
-    if origin is Literal:
-        return lambda value: (None if any(type(value) is type(a) and value == a for a in args)
-                              else _described(value))
-    if origin is list:
-        return _list_checker(_checker(args[0], where) if args else _anything)
-    if origin is dict:
-        return _dict_checker(*((_checker(args[0], where), _checker(args[1], where))
-                               if args else (_anything, _anything)))
-    if origin is tuple:
-        if len(args) == 2 and args[1] is Ellipsis:
-            return _tuple_checker(None, _checker(args[0], where))
-        if args and args != ((),):
-            return _tuple_checker([_checker(arg, where) for arg in args], _anything)
-        return _tuple_checker(None, _anything)
-    raise TypeError(f'{where}: the field type {_type_name(tp)} is not supported; '
-                    f'use {_SUPPORTED}')
-
-
-def _anything(value: Any) -> str | None:
-    return None
-
-
-def _union_checker(checks: list[_Check]) -> _Check:
-    def check(value: Any) -> str | None:
-        found = None
-        for each in checks:
-            problem = each(value)
-            if problem is None:
-                return None
-            if problem.startswith('a '):     # the right container, a wrong element
-                found = problem
-        return found or _described(value)
-    return check
-
-
-def _list_checker(item: _Check) -> _Check:
-    def check(value: Any) -> str | None:
-        if type(value) is not list:
-            return _described(value)
-        for i, element in enumerate(value):
-            problem = item(element)
-            if problem is not None:
-                return f'a list whose item [{i}] is {problem}'
-        return None
-    return check
-
-
-def _dict_checker(key: _Check, item: _Check) -> _Check:
-    def check(value: Any) -> str | None:
-        if type(value) is not dict:
-            return _described(value)
-        for name, element in value.items():
-            problem = key(name)
-            if problem is not None:
-                return f'a dict with a key of {problem}'
-            problem = item(element)
-            if problem is not None:
-                return f'a dict whose value at {name!r} is {problem}'
-        return None
-    return check
-
-
-def _tuple_checker(fixed: list[_Check] | None, item: _Check) -> _Check:
-    def check(value: Any) -> str | None:
-        if type(value) is not tuple:
-            return _described(value)
-        if fixed is not None and len(value) != len(fixed):
-            return f'a tuple of {len(value)} items ({value!r:.40})'
-        for i, element in enumerate(value):
-            problem = (item if fixed is None else fixed[i])(element)
-            if problem is not None:
-                return f'a tuple whose item [{i}] is {problem}'
-        return None
-    return check
-
-
-# --- what a model class declares ----------------------------------------------------
-
-_CLASSVAR = re.compile(r'^(?:typing\.|t\.)?ClassVar\b')
-
-
-def _is_classvar(annotation: Any) -> bool:
-    if isinstance(annotation, str):
-        return bool(_CLASSVAR.match(annotation))
-    return annotation is ClassVar or typing.get_origin(annotation) is ClassVar
-
-
-def _field_values(names: tuple[str, ...], fields: dict[str, Field],
-                  whole_tuple: bool = False) -> Callable[[Any], Any]:
-    """A function of a stored ``dict``: the value of one field, or the tuple of several.
-
-    A field missing from an older record counts as its default. With
-    `whole_tuple`, one field gives a 1-tuple too.
-    """
-    defaults = {name: fields[name] for name in names if not fields[name].required}
-
-    def value(data: Any, name: str) -> Any:
-        if name in data or name not in defaults:
-            return data[name]
-        return defaults[name].make_default()
-
-    if len(names) == 1 and not whole_tuple:
-        name = names[0]
-        return lambda data: value(data, name)
-    return lambda data: tuple(value(data, name) for name in names)
 
 
 def _on_instances(cls: type[Model], func: Callable[[Any], Any]) -> Callable[[Any], Any]:
     """``func``, a function of an instance of `cls`, as a function of a stored ``dict``."""
     return lambda data: func(cls._from_record(data))
-
-
-def _own_annotations(cls: type) -> dict[str, Any]:
-    """The annotations written in `cls`'s own body (strings, under postponed evaluation)."""
-    get_annotations = getattr(inspect, 'get_annotations', None)     # Python 3.10+
-    if get_annotations is not None:
-        return dict(get_annotations(cls))
-    return dict(vars(cls).get('__annotations__', {}))
 
 
 class _Binding:
@@ -390,11 +91,11 @@ class _Schema:
 
     :param cls: the model class.
     :param collection: the collection's name (None for :class:`Model`).
-    :param fields: field name to :class:`Field`, in declaration order
+    :param fields: field name to :class:`~centidb.fields.Field`, in declaration order
         (inherited fields first).
     :param key: None (counter keys), a tuple of field names, or a function
         of an instance.
-    :param indexes: index name to :class:`DeclaredIndex`.
+    :param indexes: index name to :class:`~centidb.modelindex.DeclaredIndex`.
     """
 
     def __init__(self, cls: type[Model], collection: str | None, fields: dict[str, Field],
@@ -411,33 +112,24 @@ class _Schema:
         # pass the same key function object.
         self.key_func: Callable[[Any], Any] | None = None
         if isinstance(key, tuple):
-            self.key_func = _field_values(key, fields, whole_tuple=True)
+            self.key_func = field_values(key, fields, whole_tuple=True)
         elif key is not None:
             self.key_func = _on_instances(cls, key)
         self.index_funcs = {
-            name: (_field_values(declared.fields, fields) if declared.func is None
+            name: (field_values(declared.fields, fields) if declared.func is None
                    else _on_instances(cls, declared.func))
             for name, declared in indexes.items()}
-        self._checks: tuple[tuple[str, _Check, str], ...] | None = None
+        self._checks: tuple[tuple[str, Check, str], ...] | None = None
         self.binding: _Binding | None = None
 
-    def checks(self) -> tuple[tuple[str, _Check, str], ...]:
+    def checks(self) -> tuple[tuple[str, Check, str], ...]:
         """``(field name, check, type name)`` of each field, made at first use.
 
         :raises TypeError: if an annotation cannot be read, or names a type
             that is not supported.
         """
         if self._checks is None:
-            try:
-                hints = typing.get_type_hints(self.cls)
-            except Exception as exc:
-                raise TypeError(
-                    f'cannot read the field types of {self.cls.__name__}: {exc} (on Python '
-                    f'3.9, write Optional[X] for X | None)') from exc
-            where = self.cls.__name__
-            self._checks = tuple(
-                (name, _checker(hints[name], f'{where}.{name}'), _type_name(hints[name]))
-                for name in self.fields)
+            self._checks = type_checks(self.cls, self.fields)
         return self._checks
 
     def key_of(self, instance: Model) -> Key:
@@ -446,14 +138,38 @@ class _Schema:
             return tuple(getattr(instance, name) for name in self.key)
         return as_key(self.key(instance))  # type: ignore[misc]  # not counter keys
 
+    def bind(self, store: Store) -> Collection:
+        """Open the collection in `store`, add the indexes, keep the binding (``Model.bind``)."""
+        if self.collection is None:
+            raise TypeError('Model is the base class of models; declare a subclass')
+        if not isinstance(store, Store):
+            raise TypeError(f'{self.cls.__name__}.bind() needs a Store, not {store!r}')
+        self.checks()       # an unsupported field type fails here, not at the first save
+        coll = store.collection(self.collection, key_func=self.key_func)
+        if coll.key_func is not self.key_func or coll.txn_key_func is not None:
+            raise ValueError(f'collection {coll.name!r} is already open in this store with '
+                             f'another key function than {self.cls.__name__} makes')
+        for name, func in self.index_funcs.items():
+            index = coll.indices.get(name)
+            if index is not None and index.func is func:
+                continue    # bound before, to this store
+            coll.add_index(name, func, unique=self.indexes[name].unique)
+        # A transaction names its manager: it finds the thread's write
+        # transaction, which reads and saves join.
+        probe = store.begin()
+        txns = probe.manager
+        probe.abort()
+        self.binding = _Binding(store, coll, txns)
+        return coll
+
     def bound(self) -> _Binding:
-        """The binding, or a :class:`RuntimeError` saying how to make it."""
+        """The binding, or a :class:`~centidb.errors.ModelNotBoundError` saying how to make it."""
         binding = self.binding
         if binding is None:
             if self.collection is None:
                 raise TypeError('Model is the base class of models; declare a subclass')
-            raise RuntimeError(f'{self.cls.__name__} is not bound to a store; call '
-                               f'{self.cls.__name__}.bind(store) first')
+            raise ModelNotBoundError(f'{self.cls.__name__} is not bound to a store; call '
+                                     f'{self.cls.__name__}.bind(store) first')
         return binding
 
     def index(self, name: str) -> Index:
@@ -461,9 +177,9 @@ class _Schema:
         coll = self.bound().coll
         index = coll.indices.get(name)
         if index is None:
-            raise RuntimeError(f'the index {name!r} of {self.cls.__name__} is not added to '
-                               f'collection {coll.name!r}; call '
-                               f'{self.cls.__name__}.bind(store) again')
+            raise ModelNotBoundError(f'the index {name!r} of {self.cls.__name__} is not added '
+                                     f'to collection {coll.name!r}; call '
+                                     f'{self.cls.__name__}.bind(store) again')
         return index
 
     def reading(self, txn: Transaction | None) -> tuple[Transaction, Transaction | None]:
@@ -494,13 +210,63 @@ class _Schema:
         txn.undo.append(forget)
 
 
+def _declared(cls: type[Model], collection: str | None,
+              key: str | tuple[str, ...] | Callable[[Any], Any] | None) -> _Schema:
+    """The schema of `cls`, a new model class: what its body and class keywords declare.
+
+    Until it is replaced, ``cls._model`` is the schema of the model `cls`
+    subclasses, whose fields, indexes and key (unless `key`) it inherits.
+    """
+    name = cls.__name__
+    parent = cls._model
+    if collection is None:
+        collection = name
+    elif not isinstance(collection, str) or not collection:
+        raise TypeError(f'{name}: collection must be a non-empty str, not {collection!r}')
+    fields: dict[str, Field] = dict(parent.fields)
+    for attr in field_names(cls):
+        if isinstance(vars(cls).get(attr), DeclaredIndex):
+            raise TypeError(f'{name}.{attr} is both a field and an index')
+        fields[attr] = declare_field(cls, attr)     # redeclared: same place
+    indexes = dict(parent.indexes)
+    indexes.update((attr, value) for attr, value in vars(cls).items()
+                   if isinstance(value, DeclaredIndex))
+    both = sorted(set(fields) & set(indexes))
+    if both:
+        raise TypeError(f'{name}.{both[0]} is both a field and an index')
+    for attr in list(fields) + list(indexes):
+        if attr in _RESERVED or attr.startswith('_model'):
+            raise TypeError(f'{name}.{attr}: the name is taken by centidb.Model; '
+                            f'choose another')
+    if key is None:
+        key = parent.key if parent.collection is not None else None
+    elif isinstance(key, str):
+        key = (key,)
+    elif isinstance(key, (tuple, list)):
+        key = tuple(key)
+        if not key or not all(isinstance(part, str) for part in key):
+            raise TypeError(f'{name}: key must be a field name, a tuple of field '
+                            f'names, or a function, not {key!r}')
+    elif not callable(key):
+        raise TypeError(f'{name}: key must be a field name, a tuple of field names, '
+                        f'or a function, not {key!r}')
+    for what, names in [('key', key if isinstance(key, tuple) else ())] + [
+            (f'index {attr!r}', declared.fields) for attr, declared in indexes.items()]:
+        unknown = [part for part in names if part not in fields]
+        if unknown:
+            raise TypeError(f'{name}: the {what} names {unknown[0]!r}, which is not a '
+                            f'field of {name}')
+    return _Schema(cls, collection, fields, key, indexes)
+
+
 @dataclass_transform(kw_only_default=True, field_specifiers=(field, Field))
 class Model:
     """The base class of models; see the module documentation.
 
     A subclass declares its fields with annotations (``name: str``, with a
-    default after ``=``, or :func:`field`), its indexes with
-    :func:`index_on`, and, as class keywords, its collection and key:
+    default after ``=``, or :func:`~centidb.fields.field`), its indexes
+    with :func:`~centidb.modelindex.index_on`, and, as class keywords, its
+    collection and key:
 
     ``collection``
         the collection's name (default: the class's name);
@@ -542,45 +308,7 @@ class Model:
                           key: str | tuple[str, ...] | Callable[[Any], Any] | None = None,
                           **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        name = cls.__name__
-        if collection is None:
-            collection = name
-        elif not isinstance(collection, str) or not collection:
-            raise TypeError(f'{name}: collection must be a non-empty str, not {collection!r}')
-        fields: dict[str, Field] = dict(cls._model.fields)
-        for attr, annotation in _own_annotations(cls).items():
-            if _is_classvar(annotation):
-                continue
-            fields[attr] = _declared_field(cls, name, attr)     # redeclared: same place
-        indexes = dict(cls._model.indexes)
-        indexes.update((attr, value) for attr, value in vars(cls).items()
-                       if isinstance(value, DeclaredIndex))
-        both = sorted(set(fields) & set(indexes))
-        if both:
-            raise TypeError(f'{name}.{both[0]} is both a field and an index')
-        for attr in list(fields) + list(indexes):
-            if attr in _RESERVED or attr.startswith('_model'):
-                raise TypeError(f'{name}.{attr}: the name is taken by centidb.Model; '
-                                f'choose another')
-        if key is None:
-            key = cls._model.key if cls._model.collection is not None else None
-        elif isinstance(key, str):
-            key = (key,)
-        elif isinstance(key, (tuple, list)):
-            key = tuple(key)
-            if not key or not all(isinstance(part, str) for part in key):
-                raise TypeError(f'{name}: key must be a field name, a tuple of field '
-                                f'names, or a function, not {key!r}')
-        elif not callable(key):
-            raise TypeError(f'{name}: key must be a field name, a tuple of field names, '
-                            f'or a function, not {key!r}')
-        for what, names in [('key', key if isinstance(key, tuple) else ())] + [
-                (f'index {attr!r}', declared.fields) for attr, declared in indexes.items()]:
-            unknown = [part for part in names if part not in fields]
-            if unknown:
-                raise TypeError(f'{name}: the {what} names {unknown[0]!r}, which is not a '
-                                f'field of {name}')
-        cls._model = _Schema(cls, collection, fields, key, indexes)
+        cls._model = _declared(cls, collection, key)
 
     def __init__(self, **values: Any) -> None:
         fields = type(self)._model.fields
@@ -668,28 +396,7 @@ class Model:
             added by other code, or a stored index disagrees about
             ``unique``.
         """
-        schema = cls._model
-        if schema.collection is None:
-            raise TypeError('Model is the base class of models; declare a subclass')
-        if not isinstance(store, Store):
-            raise TypeError(f'{cls.__name__}.bind() needs a Store, not {store!r}')
-        schema.checks()     # an unsupported field type fails here, not at the first save
-        coll = store.collection(schema.collection, key_func=schema.key_func)
-        if coll.key_func is not schema.key_func or coll.txn_key_func is not None:
-            raise ValueError(f'collection {coll.name!r} is already open in this store with '
-                             f'another key function than {cls.__name__} makes')
-        for name, func in schema.index_funcs.items():
-            index = coll.indices.get(name)
-            if index is not None and index.func is func:
-                continue    # bound before, to this store
-            coll.add_index(name, func, unique=schema.indexes[name].unique)
-        # A transaction names its manager: it finds the thread's write
-        # transaction, which reads and saves join.
-        probe = store.begin()
-        txns = probe.manager
-        probe.abort()
-        schema.binding = _Binding(store, coll, txns)
-        return coll
+        return cls._model.bind(store)
 
     # --- writing -----------------------------------------------------------------------
 
@@ -711,7 +418,8 @@ class Model:
         :raises ~centidb.errors.UniqueError: if a unique index already has
             the record's index tuple for another record (nothing is
             written).
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         schema = type(self)._model
         coll = schema.bound().coll
@@ -736,7 +444,8 @@ class Model:
         :returns: True if a record was deleted.
         :raises ValueError: for an instance without a ``key`` that was never
             saved or loaded.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         schema = type(self)._model
         coll = schema.bound().coll
@@ -766,7 +475,8 @@ class Model:
             the wrong type.
         :raises ~centidb.errors.UniqueError: if two records would share an
             index tuple of a unique index.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         schema = cls._model
         coll = schema.bound().coll
@@ -775,7 +485,7 @@ class Model:
         for instance in instances:
             if type(instance) is not cls:
                 raise TypeError(f'{cls.__name__}.put_many() takes {cls.__name__} instances, '
-                                f'not {_described(instance)}')
+                                f'not {described(instance)}')
             data = instance._to_record()
             key = instance.__dict__.get('_model_key') if schema.auto else None
             records.append(data if key is None else Record(coll, data, key))
@@ -809,11 +519,12 @@ class Model:
         :param txn: a :class:`~centidb.txn.Transaction` of the store to read
             in (default: the thread's write transaction, or one of its own).
         :returns: an instance, or `default`.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         key = as_key(key)
-        data = cls._model.bound().coll.get(key, _MISSING, txn=txn)
-        return default if data is _MISSING else cls._from_record(data, key)
+        data = cls._model.bound().coll.get(key, MISSING, txn=txn)
+        return default if data is MISSING else cls._from_record(data, key)
 
     @classmethod
     def get_many(cls: type[_M], keys: Iterable[object], *,
@@ -826,11 +537,12 @@ class Model:
         :param txn: a :class:`~centidb.txn.Transaction` of the store to read
             in (default: the thread's write transaction, or one of its own).
         :returns: a ``list``, in the order of `keys`.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         tuples = [as_key(key) for key in keys]
-        found = cls._model.bound().coll.get_many(tuples, _MISSING, txn=txn)
-        return [None if data is _MISSING else cls._from_record(data, key)
+        found = cls._model.bound().coll.get_many(tuples, MISSING, txn=txn)
+        return [None if data is MISSING else cls._from_record(data, key)
                 for key, data in zip(tuples, found)]
 
     @classmethod
@@ -843,7 +555,8 @@ class Model:
 
         {query}
         :returns: an iterator of ``(key tuple, instance)``.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         pairs = cls._model.bound().coll.items(
             lo, hi, prefix=prefix, startswith=startswith, reverse=reverse, max=max,
@@ -859,7 +572,8 @@ class Model:
 
         {query}
         :returns: an iterator of key tuples.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         return cls._model.bound().coll.keys(
             lo, hi, prefix=prefix, startswith=startswith, reverse=reverse, max=max,
@@ -874,7 +588,8 @@ class Model:
 
         {query}
         :returns: an iterator of instances.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         schema = cls._model
         coll = schema.bound().coll
@@ -915,7 +630,8 @@ class Model:
             in (default: the thread's write transaction, or one of its own).
         :param default: returned when nothing matches.
         :returns: an instance, or `default`.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         for instance in cls.values(lo, hi, prefix=prefix, startswith=startswith,
                                    reverse=reverse, max=1, include=include, txn=txn):
@@ -931,7 +647,8 @@ class Model:
 
         {query}
         :returns: the count, at most `max`.
-        :raises RuntimeError: if the model is not bound to a store.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
         """
         return cls._model.bound().coll.count(
             lo, hi, prefix=prefix, startswith=startswith, reverse=reverse, max=max,
@@ -943,223 +660,3 @@ Model._model = _Schema(Model, None, {}, None, {})
 
 #: Names a field or index may not have: the methods of Model.
 _RESERVED = frozenset(name for name in vars(Model) if not name.startswith('_'))
-
-
-def _declared_field(cls: type, class_name: str, attr: str) -> Field:
-    """The :class:`Field` of the annotated attribute `attr`; sets the class attribute.
-
-    As in dataclasses, the class attribute is the default value, or absent.
-    """
-    value = vars(cls).get(attr, _MISSING)
-    if isinstance(value, Field):
-        declared = value
-    elif isinstance(value, DeclaredIndex):
-        raise TypeError(f'{class_name}.{attr} is both a field and an index')
-    else:
-        declared = Field(value)
-    if type(declared.default) in (list, dict, set):
-        raise TypeError(f'{class_name}.{attr}: a mutable default would be shared by every '
-                        f'instance; use field(default_factory={type(declared.default).__name__})')
-    if declared.required or declared.default_factory is not None:
-        if attr in vars(cls):
-            delattr(cls, attr)
-    else:
-        setattr(cls, attr, declared.default)
-    return declared
-
-
-class ModelIndex(Generic[_M]):
-    """An index of a model: queries over its index tuples that return instances.
-
-    ``User.by_age`` is one (for the index declared as ``by_age``); the
-    query parameters and their meaning are those of
-    :class:`~centidb.index.Index`.
-
-    :param model: the model class.
-    :param name: the index's name.
-    """
-
-    def __init__(self, model: type[_M], name: str) -> None:
-        self.model = model
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f'<ModelIndex {self.model.__name__}.{self.name}>'
-
-    @property
-    def index(self) -> Index:
-        """The bound collection's :class:`~centidb.index.Index` of this name."""
-        return self.model._model.index(self.name)
-
-    def _instance(self, record: Record | None, default: Any) -> Any:
-        if record is None:
-            return default
-        return self.model._from_record(record.data, record.key)
-
-    @overload
-    def get(self, tup: object, *, txn: Transaction | None = None) -> _M | None: ...
-
-    @overload
-    def get(self, tup: object, default: _D, *, txn: Transaction | None = None) -> _M | _D: ...
-
-    def get(self, tup: object, default: Any = None, *, txn: Transaction | None = None) -> Any:
-        """Return the first instance (in key order) whose index tuple equals `tup`.
-
-        :param tup: the index tuple (a bare value means a 1-tuple).
-        :param default: returned when no record has that index tuple.
-        :param txn: a :class:`~centidb.txn.Transaction` of the store to read
-            in (default: the thread's write transaction, or one of its own).
-        :returns: an instance, or `default`.
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        return self._instance(self.index.get(tup, None, rec=True, txn=txn), default)
-
-    def get_many(self, tups: Iterable[object], *,
-                 txn: Transaction | None = None) -> list[_M | None]:
-        """Return a list with, for each index tuple of `tups`, what :meth:`get` returns.
-
-        All are read in one transaction.
-
-        :param tups: an iterable of index tuples (bare values mean 1-tuples).
-        :param txn: a :class:`~centidb.txn.Transaction` of the store to read
-            in (default: the thread's write transaction, or one of its own).
-        :returns: a ``list`` of instances or None, in the order of `tups`.
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        found = self.index.get_many(tups, None, rec=True, txn=txn)
-        return [self._instance(record, None) for record in found]
-
-    def has(self, tup: object, *, txn: Transaction | None = None) -> bool:
-        """Return True if some record has the index tuple `tup`.
-
-        :param tup: the index tuple (a bare value means a 1-tuple).
-        :param txn: a :class:`~centidb.txn.Transaction` of the store to read
-            in (default: the thread's write transaction, or one of its own).
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        return self.index.has(tup, txn=txn)
-
-    def __contains__(self, tup: object) -> bool:
-        return self.has(tup)
-
-    @query_doc('index tuple')
-    def keys(self, lo: object = None, hi: object = None, *, prefix: object = None,
-             startswith: object = None, reverse: bool = False, max: int | None = None,
-             include: bool = False, txn: Transaction | None = None) -> Iterator[Key]:
-        """Iterate the keys of the records the matching entries point to.
-
-        {query}
-        :returns: an iterator of key tuples, one per entry.
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        return self.index.keys(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
-                               max=max, include=include, txn=txn)
-
-    @query_doc('index tuple')
-    def items(self, lo: object = None, hi: object = None, *, prefix: object = None,
-              startswith: object = None, reverse: bool = False, max: int | None = None,
-              include: bool = False,
-              txn: Transaction | None = None) -> Iterator[tuple[Key, _M]]:
-        """Iterate ``(index tuple, instance)`` pairs, one per matching entry.
-
-        {query}
-        :returns: an iterator of ``(index tuple, instance)``.
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        index, model = self.index, self.model
-        if not model._model.auto:
-            pairs = index.items(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
-                                max=max, include=include, txn=txn)
-            return ((tup, model._from_record(data)) for tup, data in pairs)
-        # The instances keep their keys: read the entries, then each record,
-        # in one transaction.
-        reading, own = model._model.reading(txn)
-        try:
-            entries = index.pairs(lo, hi, prefix=prefix, startswith=startswith,
-                                  reverse=reverse, max=max, include=include, txn=reading)
-        except BaseException:
-            if own is not None:
-                own.abort()
-            raise
-        return _entries_read(model, self.name, entries, reading, own)
-
-    @query_doc('index tuple')
-    def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
-               startswith: object = None, reverse: bool = False, max: int | None = None,
-               include: bool = False, txn: Transaction | None = None) -> Iterator[_M]:
-        """Iterate the instances the matching entries point to.
-
-        {query}
-        :returns: an iterator of instances, one per entry.
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        pairs = self.items(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
-                           max=max, include=include, txn=txn)
-        return (instance for _, instance in pairs)
-
-    @overload
-    def find(self, lo: object = None, hi: object = None, *, prefix: object = None,
-             startswith: object = None, reverse: bool = False, include: bool = False,
-             txn: Transaction | None = None) -> _M | None: ...
-
-    @overload
-    def find(self, lo: object = None, hi: object = None, *, prefix: object = None,
-             startswith: object = None, reverse: bool = False, include: bool = False,
-             txn: Transaction | None = None, default: _D) -> _M | _D: ...
-
-    def find(self, lo: object = None, hi: object = None, *, prefix: object = None,
-             startswith: object = None, reverse: bool = False, include: bool = False,
-             txn: Transaction | None = None, default: Any = None) -> Any:
-        """Return the instance the first matching entry points to, or `default`.
-
-        :param lo: the lowest index tuple included; a bare value means a
-            1-tuple.
-        :param hi: the index tuple at which to stop, excluded unless
-            `include`.
-        :param prefix: only index tuples whose first elements equal this
-            tuple's.
-        :param startswith: as `prefix`, but the last element (a ``str`` or
-            ``bytes``) matches every string starting with it.
-        :param reverse: start from the highest index tuple, going down.
-        :param include: include `hi` itself.
-        :param txn: a :class:`~centidb.txn.Transaction` of the store to read
-            in (default: the thread's write transaction, or one of its own).
-        :param default: returned when nothing matches.
-        :returns: an instance, or `default`.
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        for instance in self.values(lo, hi, prefix=prefix, startswith=startswith,
-                                    reverse=reverse, max=1, include=include, txn=txn):
-            return instance
-        return default
-
-    @query_doc('index tuple')
-    def count(self, lo: object = None, hi: object = None, *, prefix: object = None,
-              startswith: object = None, reverse: bool = False, max: int | None = None,
-              include: bool = False, txn: Transaction | None = None) -> int:
-        """Return how many entries match the query, without reading any record.
-
-        {query}
-        :returns: the count, at most `max`.
-        :raises RuntimeError: if the model is not bound to a store.
-        """
-        return self.index.count(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
-                                max=max, include=include, txn=txn)
-
-
-def _entries_read(model: type[_M], name: str, entries: Iterator[tuple[Key, Key]],
-                  txn: Transaction, own: Transaction | None) -> Iterator[tuple[Key, _M]]:
-    """``(index tuple, instance)`` for each entry, each record read in `txn`; ends `own`."""
-    coll = model._model.bound().coll
-    try:
-        for tup, key in entries:
-            data = coll.get(key, _MISSING, txn=txn)
-            if data is _MISSING:
-                raise IndexInconsistentError(
-                    f'index {name!r} of collection {coll.name!r} points at missing record '
-                    f'{key!r}: the index is inconsistent; store.verify() reports such '
-                    f'problems, and reindex() repairs them')
-            yield tup, model._from_record(data, key)
-    finally:
-        if own is not None:
-            own.abort()

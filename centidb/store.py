@@ -33,25 +33,23 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Any, Callable, Dict, List, Literal, Tuple, TypeVar
+from typing import Any, Callable, Dict, Literal, Tuple, TypeVar
 
-from centidb import encodings, keylib
+from centidb import encodings
+from centidb.admin import CollectionAdmin, check_name
 from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog, CollectionInfo
 from centidb.catalog import check as check_catalog
 from centidb.collection import Collection
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction, get_engine_class
-from centidb.errors import (
-    CentiError, CollectionExistsError, EncoderMismatchError, KeyKindMismatchError,
-    StoreFormatError, UnknownCollectionError,
-)
+from centidb.errors import CentiError, EncoderMismatchError, KeyKindMismatchError
+from centidb.hooks import StoreHooks
 from centidb.txn import Change, Transaction, TxnManager
 from centidb.verify import Problem, check_collection, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
 _Self = TypeVar('_Self', bound='Store')
-_Hook = TypeVar('_Hook', bound=Callable[[List[Change]], object])
 
 # A collection's stored metadata and its index ids (name -> prefix id).
 _Stored = Tuple[CollectionInfo, Dict[str, int]]
@@ -62,23 +60,6 @@ def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> Encod
         f'collection {coll_name!r} was created with packer {packer_name!r}, not '
         f'{given_name!r}; pass packer= to put() or batch() to pack some '
         f'records differently')
-
-
-def _check_name(name: str) -> None:
-    if not isinstance(name, str) or not name:
-        raise TypeError(f'collection name must be a non-empty str, not {name!r}')
-
-
-def _dropped_then(name: str, remade: bool) -> str:
-    if remade:
-        return f'store.collection({name!r}) opens the new collection made since'
-    return f'store.collection({name!r}) makes a new, empty one'
-
-
-def _delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
-    """Delete every engine key that starts with `prefix` (iterators survive writes)."""
-    for key_bytes in etxn.keys(prefix, keylib.next_prefix(prefix)):
-        etxn.delete(bytes(key_bytes))
 
 
 def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A001 - the API name
@@ -110,7 +91,7 @@ def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A0
         raise
 
 
-class Store:
+class Store(CollectionAdmin, StoreHooks):
     """A centidb store on an open :class:`~centidb.engines.Engine`.
 
     Creates the store format record on an empty engine. A context manager:
@@ -135,57 +116,6 @@ class Store:
         self._hooks_lock = threading.Lock()     # serializes registering and removing
         self.default_encoder: Encoder = self._catalog.encoder(
             'msgpack')  # type: ignore[assignment]  # built in, so always registered
-
-    def _refresh(self, etxn: EngineTransaction) -> None:
-        """Reload the open collections' metadata if another process changed it."""
-        catalog = self._catalog
-        if not catalog.refresh(etxn):
-            return
-        with catalog.lock:
-            colls = list(self._collections.values())
-        for coll in colls:
-            info = catalog.collection_info(etxn, coll.name)
-            if info is not None and info['id'] == coll.coll_id:
-                coll.reload(info, catalog.index_ids(etxn, coll.coll_id))
-            else:
-                self._forget_collection(coll, *self._gone(etxn, coll, info is not None))
-
-    def _gone(self, etxn: EngineTransaction, coll: Collection,
-              remade: bool) -> tuple[str, str]:
-        """``(why, what to do)`` for `coll`, whose metadata another process removed."""
-        stored: dict[str, CollectionInfo]
-        try:
-            stored = self._catalog.collections(etxn)
-        except StoreFormatError:        # another collection's; verify() reports it
-            stored = {}
-        for name, info in stored.items():
-            if info['id'] == coll.coll_id:
-                return f'it was renamed to {name!r}', f'open it as store.collection({name!r})'
-        return 'it was dropped from the store', _dropped_then(coll.name, remade)
-
-    def _forget_collection(self, coll: Collection, why: str,
-                           then: str = 'open it again with store.collection()',
-                           ) -> Callable[[], object]:
-        """Detach `coll` and stop handing it out; return the detaching's undo."""
-        with self._catalog.lock:
-            if self._collections.get(coll.name) is coll:
-                del self._collections[coll.name]
-        attach: Callable[[], object] = coll.detach(
-            f'collection {coll.name!r} cannot be used: {why}; {then}')
-        return attach
-
-    def _forget_in(self, txn: Transaction, name: str, why: str, then: str) -> None:
-        """Detach collection `name` of this session, until `txn` aborts."""
-        coll = self._collections.get(name)
-        if coll is not None:
-            attach = self._forget_collection(coll, why, then)
-            txn.undo.append(lambda: self._remember(coll, attach))
-
-    def _remember(self, coll: Collection, attach: Callable[[], object]) -> None:
-        """Undo :meth:`_forget_in`: its transaction aborted."""
-        with self._catalog.lock:
-            self._collections.setdefault(coll.name, coll)
-        attach()
 
     def __repr__(self) -> str:
         return f"<Store on {self.engine!r}{' closed' if self._txns.closed else ''}>"
@@ -268,7 +198,7 @@ class Store:
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._txns.check_open()
-        _check_name(name)
+        check_name(name)
         if key_func is not None and txn_key_func is not None:
             raise ValueError('pass key_func or txn_key_func, not both')
         for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
@@ -372,120 +302,6 @@ class Store:
         return Collection(self, self._txns, self._catalog, name, info, key_func,
                           txn_key_func, encoder, packer, index_ids)
 
-    def collections(self, txn: Transaction | None = None) -> list[str]:
-        """The sorted names of every collection in the store.
-
-        Read from the store's metadata, so collections other processes
-        created (and not opened in this session) are listed too.
-
-        :param txn: a :class:`Transaction` of this store to read in
-            (default: see the module doc).
-        :returns: a ``list`` of ``str``.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        :raises ~centidb.errors.StoreFormatError: if a collection's metadata
-            is unreadable.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        self._txns.check_open()
-        return self._txns.run(txn, False, self._names_in)
-
-    def _names_in(self, txn: Transaction, etxn: EngineTransaction) -> list[str]:
-        return sorted(self._catalog.collections(etxn))
-
-    def drop_collection(self, name: str, txn: Transaction | None = None) -> None:
-        """Delete the collection `name`: its records, indexes and metadata.
-
-        In one write transaction, deletes every record (batches too), every
-        entry of every index stored for it (added in this session or not),
-        the metadata of its indexes and its own, and its key counter when
-        that has the default name (``'<name>:key'``; a counter named with
-        ``counter_name=`` may be shared, so it is kept). The collection
-        object of this session, and its indexes, are detached: using them
-        raises :class:`~centidb.errors.StoreError`. Other store objects and
-        processes detach theirs at their next write transaction.
-        ``collection(name)`` afterwards makes a new, empty collection, with
-        new prefix ids. If the transaction aborts, nothing changes, and the
-        collection object works again. Like every write transaction on
-        LevelDB, the deletions are held in memory until the commit.
-
-        :param name: the collection's name.
-        :param txn: a write :class:`Transaction` of this store to run in, so
-            the drop commits or aborts with it (default: see the module
-            doc).
-        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
-            the store has no collection `name`.
-        :raises TypeError: for an empty or non-``str`` `name`, or a `txn`
-            that is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
-            read-only.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        self._txns.check_open()
-        _check_name(name)
-        self._txns.run(txn, True, self._drop_in, name)
-
-    def _stored_info(self, etxn: EngineTransaction, name: str) -> CollectionInfo:
-        info = self._catalog.collection_info(etxn, name)
-        if info is None:
-            raise UnknownCollectionError(
-                f'the store has no collection {name!r}; store.collections() lists '
-                f'the ones it has')
-        return info
-
-    def _drop_in(self, txn: Transaction, etxn: EngineTransaction, name: str) -> None:
-        catalog = self._catalog
-        info = self._stored_info(etxn, name)
-        index_ids = catalog.index_ids(etxn, info['id'])
-        for prefix_id in (info['id'], *index_ids.values()):
-            _delete_prefix(etxn, keylib.packs(prefix_id))
-        with catalog.lock:      # after the engine's writer lock, as elsewhere
-            catalog.drop_collection(txn, name, info)
-            self._forget_in(txn, name, 'it was dropped from the store',
-                            _dropped_then(name, False))
-
-    def rename_collection(self, old: str, new: str, txn: Transaction | None = None) -> None:
-        """Give the collection `old` the name `new`.
-
-        Only its metadata moves (records and index entries are stored under
-        its prefix id, which stays), so this is quick whatever the size. Its
-        key counter moves too when it has the default name
-        (``'<old>:key'``). The collection object of this session is
-        detached, as by :meth:`drop_collection`: open it again with
-        ``collection(new)``.
-
-        :param old: the collection's name.
-        :param new: its new name, a non-empty ``str``.
-        :param txn: a write :class:`Transaction` of this store to run in
-            (default: see the module doc).
-        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
-            the store has no collection `old`.
-        :raises ~centidb.errors.CollectionExistsError: (a ``ValueError``) if
-            a collection `new` exists (`new` equal to `old` included).
-        :raises TypeError: for an empty or non-``str`` name, or a `txn`
-            that is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
-            read-only.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        self._txns.check_open()
-        _check_name(old)
-        _check_name(new)
-        self._txns.run(txn, True, self._rename_in, old, new)
-
-    def _rename_in(self, txn: Transaction, etxn: EngineTransaction, old: str,
-                   new: str) -> None:
-        catalog = self._catalog
-        info = self._stored_info(etxn, old)
-        if catalog.collection_info(etxn, new) is not None:
-            raise CollectionExistsError(
-                f'cannot rename collection {old!r} to {new!r}: a collection '
-                f'{new!r} exists; drop it first, or choose another name')
-        with catalog.lock:
-            catalog.rename_collection(txn, old, new, info)
-            self._forget_in(txn, old, f'it was renamed to {new!r}',
-                            f'open it as store.collection({new!r})')
-
     # --- checking --------------------------------------------------------------------
 
     def verify(self) -> list[Problem]:
@@ -563,94 +379,6 @@ class Store:
 
     #: The older name of :meth:`counter`.
     count = counter
-
-    # --- hooks ---------------------------------------------------------------------------
-
-    def on_commit(self, hook: _Hook) -> _Hook:
-        """Call ``hook(changes)`` after each write transaction that changed records commits.
-
-        `changes` is a new ``list`` of :class:`~centidb.txn.Change`
-        ``(collection, key, value)``, one per record written or deleted, in
-        the order of the writes (``value`` is the value given to ``put()``,
-        ``None`` for a delete). Every write reports its change:
-        ``put()``, ``put_many()``, ``delete()``, ``delete_many()``,
-        ``coll[key] = value``, ``del coll[key]``, in a transaction of their
-        own or joined to one. A transaction that aborts, or changed no
-        record, calls nothing; neither do the records of a ``put_many()`` or
-        ``delete_many()`` that failed and wrote nothing. ``batch()``,
-        ``drop_collection()``, ``rename_collection()``, counters and index
-        changes report nothing: they change no record's value.
-
-        The hook runs in the committing thread once the engine has committed
-        and the transaction has ended (a write it makes runs in a
-        transaction of its own, whose changes call the hooks again). An
-        exception from a hook propagates to the caller of the commit (the
-        ``with store.begin(write=True)`` block, ``commit()``, or a ``put()``
-        or other call that committed a transaction of its own), but the
-        commit stands, as durable as any other. When several hooks are registered, all run, in the
-        order registered, even if one raises; the first exception is then
-        raised (on Python 3.11 and later, noting the others).
-
-        While a store has hooks, every write also records its change, which
-        costs some speed (a bulk load runs at two thirds to three quarters
-        of its rate, see :doc:`perf`); without hooks the write paths are
-        exactly as before. A hook registered while a write transaction is
-        open sees the changes made after it was registered. A
-        transaction's changes are held in memory until it ends.
-
-        Returns `hook`, so it works as a decorator.
-
-        :param hook: ``hook(changes)``; what it returns is ignored.
-        :returns: `hook`.
-        :raises TypeError: if `hook` is not callable.
-        """
-        if not callable(hook):
-            raise TypeError(f'an on_commit hook must be callable, not {hook!r}')
-        with self._hooks_lock:
-            self._commit_hooks.append(hook)
-            if len(self._commit_hooks) == 1:
-                self._record_changes(True)
-        return hook
-
-    def remove_hook(self, hook: Callable[[list[Change]], object]) -> None:
-        """Stop calling a hook registered with :meth:`on_commit`.
-
-        A hook registered twice is called twice, and removed once by each
-        call. Without hooks left, writes take the fast paths again.
-
-        :param hook: the hook, as given to :meth:`on_commit`.
-        :raises ValueError: if `hook` is not registered.
-        """
-        with self._hooks_lock:
-            try:
-                self._commit_hooks.remove(hook)
-            except ValueError:
-                raise ValueError(f'{hook!r} is not an on_commit hook of this store') from None
-            if not self._commit_hooks:
-                self._record_changes(False)
-
-    def _record_changes(self, on: bool) -> None:
-        """Start or stop recording changes, and rebuild every collection's write paths."""
-        with self._catalog.lock:    # collections are made under it, seeing the switch
-            self._txns.after_commit = self._run_hooks if on else None
-            colls = list(self._collections.values())
-        for coll in colls:
-            coll.rebuild()
-
-    def _run_hooks(self, changes: list[Change]) -> None:
-        """Call every :meth:`on_commit` hook; raise the first exception after."""
-        first: Exception | None = None
-        for hook in tuple(self._commit_hooks):
-            try:
-                hook(list(changes))
-            except Exception as exc:
-                if first is None:
-                    first = exc
-                elif hasattr(first, 'add_note'):
-                    first.add_note(f'another on_commit hook, {hook!r}, also raised '
-                                   f'{type(exc).__name__}: {exc}')
-        if first is not None:
-            raise first
 
     # --- transactions ------------------------------------------------------------------
 

@@ -30,7 +30,9 @@ DOCS = os.path.join(ROOT, 'docs')
 # Pages whose examples carry the narrative: each must hold tested examples.
 EXAMPLE_PAGES = ['index', 'tutorial', 'models', 'concepts', 'encoders', 'engines']
 # Modules the API reference documents, with every public name.
-API_MODULES = ['model', 'store', 'verify', 'collection', 'index', 'query', 'access', 'records', 'catalog', 'txn',
+API_MODULES = ['model', 'modelindex', 'fields',
+               'store', 'admin', 'hooks', 'verify', 'collection', 'bulk', 'mapping', 'index', 'query', 'access', 'writing',
+               'savepoint', 'records', 'catalog', 'txn',
                'impl', 'keylib', 'keyformat', 'encodings', 'engines', 'batches', 'errors']
 # Languages a code block may declare without being run: shell and plain text.
 UNTESTED_LANGUAGES = {'console', 'shell-session', 'sh', 'bash', 'shell', 'text', 'none'}

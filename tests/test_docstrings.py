@@ -23,15 +23,19 @@ import pytest
 
 import centidb
 from centidb import (
-    batches, catalog, collection, encodings, engines, errors, impl, index, keyformat,
-    access, keylib, model, query, records, store, txn, verify,
+    admin, batches, bulk, catalog, collection, encodings, engines, errors, impl, index, keyformat,
+    access, fields, hooks, keylib, mapping, model, modelindex, query, records, savepoint, store,
+    txn, verify, writing,
 )
 
 # The modules of the engines package, each checked where it defines names.
 ENGINE_MODULES = [importlib.import_module(f'{engines.__name__}.{info.name}')
                   for info in pkgutil.iter_modules(engines.__path__)]
 
-MODULES = [centidb, model, store, verify, catalog, collection, index, query, access, records, txn,
+MODULES = [centidb, model, modelindex, fields, store, admin, hooks, verify, catalog, collection,
+           bulk, mapping,
+           index, query, access, writing,
+           savepoint, records, txn,
            impl,
            engines, *ENGINE_MODULES, encodings, keylib, keyformat, errors, batches]
 

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 import centidb
-from centidb import access, records
+from centidb import records, writing
 from centidb import txn as txn_module
 from centidb.encodings import make_json_encoder
 
@@ -101,7 +101,7 @@ def test_hooks_must_be_callable(store, coll):
 
 
 def reporting(coll):
-    return type(coll.records.writer) is access.ReportingWriter
+    return type(coll.records.writer) is writing.ReportingWriter
 
 
 def test_hooks_switch_the_write_paths(store, coll):

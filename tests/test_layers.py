@@ -29,12 +29,17 @@ LAYERS = [
     ['txn'],
     ['catalog', 'batches'],
     ['records'],
+    ['savepoint'],
+    ['writing'],
     ['access'],
     ['query'],
     ['index'],
+    ['bulk', 'hooks', 'mapping'],
     ['collection'],
-    ['verify'],
+    ['verify', 'admin'],
     ['store'],
+    ['fields'],
+    ['modelindex'],
     ['model'],
     [''],   # the package's __init__: re-exports only
 ]

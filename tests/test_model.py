@@ -17,7 +17,8 @@ from typing import Any, ClassVar, Dict, List, Literal, Optional, Tuple, Union
 import pytest
 
 import centidb
-from centidb.errors import KeyKindMismatchError, UniqueError
+from centidb import fields, model, modelindex
+from centidb.errors import KeyKindMismatchError, ModelNotBoundError, StoreError, UniqueError
 from centidb.model import DeclaredIndex, Field, ModelIndex
 
 from stores import contents, fails_cleanly
@@ -176,6 +177,15 @@ def test_index_on_and_field_check_their_arguments():
     assert isinstance(centidb.field(default=1), Field)
 
 
+def test_names_defined_below_are_importable_from_the_model_module():
+    assert (model.Field, model.field) == (fields.Field, fields.field)
+    assert (centidb.field, centidb.index_on) == (fields.field, modelindex.index_on)
+    assert (model.index_on, model.DeclaredIndex, model.ModelIndex) == (
+        modelindex.index_on, modelindex.DeclaredIndex, modelindex.ModelIndex)
+    assert set(model.__all__) == {'Model', 'ModelIndex', 'DeclaredIndex', 'Field', 'field',
+                                  'index_on'}
+
+
 # --- binding -------------------------------------------------------------------------
 
 def test_bind_opens_the_collection_and_adds_the_indexes(store):
@@ -191,17 +201,34 @@ def test_bind_opens_the_collection_and_adds_the_indexes(store):
 def test_an_unbound_model_says_what_to_do():
     class Lonely(centidb.Model):
         x: int
+        by_x = centidb.index_on('x')
 
-    with pytest.raises(RuntimeError, match=r'call Lonely.bind\(store\) first'):
+    with pytest.raises(ModelNotBoundError, match=r'call Lonely.bind\(store\) first'):
         Lonely(x=1).save()
-    with pytest.raises(RuntimeError, match='not bound'):
+    with pytest.raises(ModelNotBoundError, match='not bound'):
         Lonely.get(1)
-    with pytest.raises(RuntimeError, match='not bound'):
+    with pytest.raises(ModelNotBoundError, match='not bound'):
         list(Lonely.values())
+    with pytest.raises(ModelNotBoundError, match='not bound'):
+        Lonely.by_x.count()
+    assert issubclass(ModelNotBoundError, StoreError)
+    assert issubclass(ModelNotBoundError, RuntimeError)     # what it was before
     with pytest.raises(TypeError, match='base class'):
         centidb.Model.bind(centidb.open('MemoryEngine'))
     with pytest.raises(TypeError, match='needs a Store'):
         Lonely.bind('store')    # type: ignore[arg-type]
+
+
+def test_an_index_dropped_after_binding_says_to_bind_again(store):
+    class Dropped(centidb.Model, key='x'):
+        x: int
+        by_x = centidb.index_on('x')
+
+    Dropped.bind(store).drop_index('by_x')
+    with pytest.raises(ModelNotBoundError, match=r"index 'by_x' .* not added .* again"):
+        Dropped.by_x.get(1)
+    Dropped.bind(store)
+    assert Dropped.by_x.get(1) is None
 
 
 def test_an_unsupported_field_type_fails_at_bind(store):

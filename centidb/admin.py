@@ -1,0 +1,229 @@
+"""Collection administration: list, drop and rename a store's collections.
+
+:class:`CollectionAdmin` is a mixin giving the store ``collections()``,
+``drop_collection()`` and ``rename_collection()``, and keeping the
+:class:`~centidb.collection.Collection` objects of this session in step with
+the catalog: a collection dropped or renamed (here, or by another store
+object or process, seen at the next write transaction) is **detached**, so
+using its object raises :class:`~centidb.errors.StoreError` and the store
+stops handing it out; if the transaction that dropped or renamed it here
+aborts, it is attached again. The catalog records the metadata
+(:mod:`centidb.catalog`); the store is the layer above, and what the mixin
+uses of it is declared below for the type checker, never imported.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from centidb import keylib
+from centidb.catalog import Catalog, CollectionInfo
+from centidb.collection import Collection
+from centidb.engines import EngineTransaction
+from centidb.errors import CollectionExistsError, StoreFormatError, UnknownCollectionError
+from centidb.txn import Transaction, TxnManager
+
+__all__ = ['CollectionAdmin', 'check_name']
+
+
+def check_name(name: str) -> None:
+    """Check a collection name given to the store.
+
+    :param name: the name.
+    :raises TypeError: unless `name` is a non-empty ``str``.
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f'collection name must be a non-empty str, not {name!r}')
+
+
+def _dropped_then(name: str, remade: bool) -> str:
+    if remade:
+        return f'store.collection({name!r}) opens the new collection made since'
+    return f'store.collection({name!r}) makes a new, empty one'
+
+
+def _delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
+    """Delete every engine key that starts with `prefix` (iterators survive writes)."""
+    for key_bytes in etxn.keys(prefix, keylib.next_prefix(prefix)):
+        etxn.delete(bytes(key_bytes))
+
+
+class CollectionAdmin:
+    """The store's methods that list, drop and rename collections, and detach gone ones.
+
+    The store keeps ``_collections``, its open collections by name (changed
+    under the catalog's lock), its ``_txns`` and its ``_catalog``.
+    """
+
+    _txns: TxnManager
+    _catalog: Catalog
+    _collections: dict[str, Collection]
+
+    # --- detaching the collections gone ----------------------------------------------
+
+    def _refresh(self, etxn: EngineTransaction) -> None:
+        """Reload the open collections' metadata if another process changed it."""
+        catalog = self._catalog
+        if not catalog.refresh(etxn):
+            return
+        with catalog.lock:
+            colls = list(self._collections.values())
+        for coll in colls:
+            info = catalog.collection_info(etxn, coll.name)
+            if info is not None and info['id'] == coll.coll_id:
+                coll.reload(info, catalog.index_ids(etxn, coll.coll_id))
+            else:
+                self._forget_collection(coll, *self._gone(etxn, coll, info is not None))
+
+    def _gone(self, etxn: EngineTransaction, coll: Collection,
+              remade: bool) -> tuple[str, str]:
+        """``(why, what to do)`` for `coll`, whose metadata another process removed."""
+        stored: dict[str, CollectionInfo]
+        try:
+            stored = self._catalog.collections(etxn)
+        except StoreFormatError:        # another collection's; verify() reports it
+            stored = {}
+        for name, info in stored.items():
+            if info['id'] == coll.coll_id:
+                return f'it was renamed to {name!r}', f'open it as store.collection({name!r})'
+        return 'it was dropped from the store', _dropped_then(coll.name, remade)
+
+    def _forget_collection(self, coll: Collection, why: str,
+                           then: str = 'open it again with store.collection()',
+                           ) -> Callable[[], object]:
+        """Detach `coll` and stop handing it out; return the detaching's undo."""
+        with self._catalog.lock:
+            if self._collections.get(coll.name) is coll:
+                del self._collections[coll.name]
+        attach: Callable[[], object] = coll.detach(
+            f'collection {coll.name!r} cannot be used: {why}; {then}')
+        return attach
+
+    def _forget_in(self, txn: Transaction, name: str, why: str, then: str) -> None:
+        """Detach collection `name` of this session, until `txn` aborts."""
+        coll = self._collections.get(name)
+        if coll is not None:
+            attach = self._forget_collection(coll, why, then)
+            txn.undo.append(lambda: self._remember(coll, attach))
+
+    def _remember(self, coll: Collection, attach: Callable[[], object]) -> None:
+        """Undo :meth:`_forget_in`: its transaction aborted."""
+        with self._catalog.lock:
+            self._collections.setdefault(coll.name, coll)
+        attach()
+
+    # --- listing, dropping, renaming --------------------------------------------------
+
+    def collections(self, txn: Transaction | None = None) -> list[str]:
+        """The sorted names of every collection in the store.
+
+        Read from the store's metadata, so collections other processes
+        created (and not opened in this session) are listed too.
+
+        :param txn: a :class:`Transaction` of this store to read in
+            (default: see the module doc).
+        :returns: a ``list`` of ``str``.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.StoreFormatError: if a collection's metadata
+            is unreadable.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._txns.check_open()
+        return self._txns.run(txn, False, self._names_in)
+
+    def _names_in(self, txn: Transaction, etxn: EngineTransaction) -> list[str]:
+        return sorted(self._catalog.collections(etxn))
+
+    def drop_collection(self, name: str, txn: Transaction | None = None) -> None:
+        """Delete the collection `name`: its records, indexes and metadata.
+
+        In one write transaction, deletes every record (batches too), every
+        entry of every index stored for it (added in this session or not),
+        the metadata of its indexes and its own, and its key counter when
+        that has the default name (``'<name>:key'``; a counter named with
+        ``counter_name=`` may be shared, so it is kept). The collection
+        object of this session, and its indexes, are detached: using them
+        raises :class:`~centidb.errors.StoreError`. Other store objects and
+        processes detach theirs at their next write transaction.
+        ``collection(name)`` afterwards makes a new, empty collection, with
+        new prefix ids. If the transaction aborts, nothing changes, and the
+        collection object works again. Like every write transaction on
+        LevelDB, the deletions are held in memory until the commit.
+
+        :param name: the collection's name.
+        :param txn: a write :class:`Transaction` of this store to run in, so
+            the drop commits or aborts with it (default: see the module
+            doc).
+        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
+            the store has no collection `name`.
+        :raises TypeError: for an empty or non-``str`` `name`, or a `txn`
+            that is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._txns.check_open()
+        check_name(name)
+        self._txns.run(txn, True, self._drop_in, name)
+
+    def _stored_info(self, etxn: EngineTransaction, name: str) -> CollectionInfo:
+        info = self._catalog.collection_info(etxn, name)
+        if info is None:
+            raise UnknownCollectionError(
+                f'the store has no collection {name!r}; store.collections() lists '
+                f'the ones it has')
+        return info
+
+    def _drop_in(self, txn: Transaction, etxn: EngineTransaction, name: str) -> None:
+        catalog = self._catalog
+        info = self._stored_info(etxn, name)
+        index_ids = catalog.index_ids(etxn, info['id'])
+        for prefix_id in (info['id'], *index_ids.values()):
+            _delete_prefix(etxn, keylib.packs(prefix_id))
+        with catalog.lock:      # after the engine's writer lock, as elsewhere
+            catalog.drop_collection(txn, name, info)
+            self._forget_in(txn, name, 'it was dropped from the store',
+                            _dropped_then(name, False))
+
+    def rename_collection(self, old: str, new: str, txn: Transaction | None = None) -> None:
+        """Give the collection `old` the name `new`.
+
+        Only its metadata moves (records and index entries are stored under
+        its prefix id, which stays), so this is quick whatever the size. Its
+        key counter moves too when it has the default name
+        (``'<old>:key'``). The collection object of this session is
+        detached, as by :meth:`drop_collection`: open it again with
+        ``collection(new)``.
+
+        :param old: the collection's name.
+        :param new: its new name, a non-empty ``str``.
+        :param txn: a write :class:`Transaction` of this store to run in
+            (default: see the module doc).
+        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
+            the store has no collection `old`.
+        :raises ~centidb.errors.CollectionExistsError: (a ``ValueError``) if
+            a collection `new` exists (`new` equal to `old` included).
+        :raises TypeError: for an empty or non-``str`` name, or a `txn`
+            that is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._txns.check_open()
+        check_name(old)
+        check_name(new)
+        self._txns.run(txn, True, self._rename_in, old, new)
+
+    def _rename_in(self, txn: Transaction, etxn: EngineTransaction, old: str,
+                   new: str) -> None:
+        catalog = self._catalog
+        info = self._stored_info(etxn, old)
+        if catalog.collection_info(etxn, new) is not None:
+            raise CollectionExistsError(
+                f'cannot rename collection {old!r} to {new!r}: a collection '
+                f'{new!r} exists; drop it first, or choose another name')
+        with catalog.lock:
+            catalog.rename_collection(txn, old, new, info)
+            self._forget_in(txn, old, f'it was renamed to {new!r}',
+                            f'open it as store.collection({new!r})')

@@ -1,0 +1,127 @@
+"""Savepoints: writes through an engine transaction that can be rolled back.
+
+Engine transactions have no savepoints; a :class:`Savepoint` stands in for
+one around the general path of ``Collection.put_many``, so a record that
+fails undoes the writes of the records before it.
+
+This layer calls engine transactions only; never a layer above.
+"""
+
+from __future__ import annotations
+
+from centidb.engines import EngineTransaction
+from centidb.engines.base import Item, ItemIterator, KeyIterator
+
+__all__ = ['Savepoint']
+
+
+class Savepoint:
+    """Writes through an engine transaction that can be rolled back.
+
+    Engine transactions have no savepoints, so this one remembers, for each
+    key it writes, the value the transaction held before the first write;
+    :meth:`roll_back` puts those values back, leaving the transaction as it
+    was when the savepoint was made (as far as writes made through the
+    savepoint go). It has the engine transaction methods the record write
+    paths use; reads pass straight through.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    """
+
+    #: The unchecked paths are not offered: every write must be remembered.
+    _fast_get = None
+    _fast_put_many = None
+
+    def __init__(self, etxn: EngineTransaction) -> None:
+        self.etxn = etxn
+        # Engine key -> value before the first write, or None.
+        self.saved: dict[bytes, bytes | None] = {}
+
+    @property
+    def writes(self) -> int:
+        """The engine transaction's count of writes."""
+        return self.etxn.writes
+
+    @property
+    def state(self) -> str:
+        """The engine transaction's state."""
+        return self.etxn.state
+
+    def get(self, key: bytes) -> bytes | None:
+        """As :meth:`~centidb.engines.EngineTransaction.get`.
+
+        :param key: non-empty ``bytes``.
+        """
+        return self.etxn.get(key)
+
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
+        """As :meth:`~centidb.engines.EngineTransaction.first`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.first(lo, hi, reverse)
+
+    def items(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> ItemIterator:
+        """As :meth:`~centidb.engines.EngineTransaction.items`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.items(lo, hi, reverse)
+
+    def keys(self, lo: bytes | None = None, hi: bytes | None = None,
+             reverse: bool = False) -> KeyIterator:
+        """As :meth:`~centidb.engines.EngineTransaction.keys`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.keys(lo, hi, reverse)
+
+    def _save(self, key: bytes) -> None:
+        if key not in self.saved:
+            self.saved[key] = self.etxn.get(key)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        """As :meth:`~centidb.engines.EngineTransaction.put`, remembering the old value.
+
+        :param key: non-empty ``bytes``.
+        :param value: ``bytes``.
+        """
+        self._save(key)
+        self.etxn.put(key, value)
+
+    def delete(self, key: bytes) -> None:
+        """As :meth:`~centidb.engines.EngineTransaction.delete`, remembering the old value.
+
+        :param key: non-empty ``bytes``.
+        """
+        self._save(key)
+        self.etxn.delete(key)
+
+    def _put_many(self, pairs: list[Item]) -> None:
+        for key, _ in pairs:
+            self._save(key)
+        self.etxn._put_many(pairs)
+
+    def roll_back(self) -> None:
+        """Put back every value written through the savepoint as it was.
+
+        Does nothing if the engine transaction has ended (an engine error
+        such as :class:`~centidb.errors.MapFullError` aborts it).
+        """
+        etxn = self.etxn
+        if etxn.state != 'open':
+            return
+        for key, value in self.saved.items():
+            if value is None:
+                etxn.delete(key)
+            else:
+                etxn.put(key, bytes(value))
+        self.saved = {}
