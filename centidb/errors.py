@@ -200,3 +200,22 @@ class ModelNotBoundError(StoreError, RuntimeError):
     Call ``Model.bind(store)`` first (again after reopening the store); it
     opens the model's collection and adds the model's indexes.
     """
+
+
+# --- dump format ---------------------------------------------------------------
+
+class DumpFormatError(CentiError, ValueError):
+    """A line of a dump (see :mod:`centidb.dumpformat`) is not valid.
+
+    The message names the line number, when known, what is wrong, and the
+    start of the line.
+    """
+
+
+class DumpTypeError(CentiError, TypeError):
+    """A value has a type the dump format cannot write.
+
+    The dump format writes every type the msgpack encoder stores (see
+    :doc:`dumpformat`); records of a pickle-encoded collection may hold
+    others.
+    """

@@ -30,10 +30,10 @@ DOCS = os.path.join(ROOT, 'docs')
 # Pages whose examples carry the narrative: each must hold tested examples.
 EXAMPLE_PAGES = ['index', 'tutorial', 'models', 'concepts', 'encoders', 'engines']
 # Modules the API reference documents, with every public name.
-API_MODULES = ['model', 'modelindex', 'fields',
+API_MODULES = ['cli', 'cli_commands', 'cli_dump', 'cli_common', 'model', 'modelindex', 'fields',
                'store', 'admin', 'hooks', 'verify', 'collection', 'bulk', 'mapping', 'index', 'query', 'access', 'writing',
                'savepoint', 'records', 'catalog', 'txn',
-               'impl', 'keylib', 'keyformat', 'encodings', 'engines', 'batches', 'errors']
+               'impl', 'keylib', 'keyformat', 'encodings', 'dumpformat', 'engines', 'batches', 'errors']
 # Languages a code block may declare without being run: shell and plain text.
 UNTESTED_LANGUAGES = {'console', 'shell-session', 'sh', 'bash', 'shell', 'text', 'none'}
 

@@ -23,21 +23,22 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, collection, encodings, engines, errors, impl, index, keyformat,
-    access, fields, hooks, keylib, mapping, model, modelindex, query, records, savepoint, store,
-    txn, verify, writing,
+    admin, batches, bulk, catalog, cli, cli_commands, cli_common, cli_dump, collection, dumpformat,
+    encodings, engines, errors, impl, index, keyformat, access, fields, hooks, keylib, mapping, model, modelindex, query, records, savepoint,
+    store, txn, verify, writing,
 )
 
 # The modules of the engines package, each checked where it defines names.
 ENGINE_MODULES = [importlib.import_module(f'{engines.__name__}.{info.name}')
                   for info in pkgutil.iter_modules(engines.__path__)]
 
-MODULES = [centidb, model, modelindex, fields, store, admin, hooks, verify, catalog, collection,
+MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
+           model, modelindex, fields, store, admin, hooks, verify, catalog, collection,
            bulk, mapping,
            index, query, access, writing,
            savepoint, records, txn,
            impl,
-           engines, *ENGINE_MODULES, encodings, keylib, keyformat, errors, batches]
+           engines, *ENGINE_MODULES, encodings, dumpformat, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.
 PURE = {

@@ -21,7 +21,7 @@ LAYERS = [
     ['_speedups'],
     ['impl'],
     ['keylib'],
-    ['encodings'],
+    ['encodings', 'dumpformat'],
     ['engines.base'],
     ['engines.writelog'],
     ['engines.memory', 'engines.leveldb', 'engines.lmdb', 'engines.wrappers'],
@@ -41,6 +41,11 @@ LAYERS = [
     ['fields'],
     ['modelindex'],
     ['model'],
+    ['cli_common'],                 # the command line: shared parts,
+    ['cli_commands'],               # the subcommands,
+    ['cli_dump'],                   # dump and load,
+    ['cli'],                        # the parser and main()
+    ['__main__'],                   # python -m centidb
     [''],   # the package's __init__: re-exports only
 ]
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

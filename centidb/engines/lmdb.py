@@ -248,6 +248,39 @@ class LmdbEngine(Engine):
             raise self._closed_error()
         return self._env.info()['map_size']
 
+    def backup(self, dest: str | os.PathLike[str], *, compact: bool = True) -> None:
+        """Write a consistent copy of the database to the directory `dest`.
+
+        LMDB copies one read snapshot, so other threads and processes may
+        keep writing meanwhile; the copy holds exactly what was committed
+        when it began. With `compact` (the default) free pages are left out
+        and the copy is as small as its data: LMDB reuses freed pages but
+        never shrinks its data file, so a compacting copy is how an LMDB
+        store is compacted. `dest` is created if missing and must not hold a
+        database; the copy is a ``data.mdb`` in it (openable as
+        ``LmdbEngine(dest)``).
+
+        :param dest: the directory to write the copy into.
+        :param compact: leave out free pages (``mdb_env_copy2`` with
+            ``MDB_CP_COMPACT``).
+        :raises ~centidb.errors.DatabasePathError: if `dest` already holds a
+            ``data.mdb``, or is not a directory.
+        :raises ~centidb.errors.EngineError: if LMDB cannot write the copy.
+        :raises ~centidb.errors.EngineClosedError: after :meth:`close`.
+        """
+        if self._closed:
+            raise self._closed_error()
+        dest = os.fspath(dest)
+        if os.path.exists(os.path.join(dest, 'data.mdb')):
+            raise DatabasePathError(f'{dest!r} already holds an LMDB database')
+        try:
+            os.makedirs(dest, exist_ok=True)
+            self._env.copy(dest, compact=compact)
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise DatabasePathError(f'cannot back up to {dest!r}: {exc}') from exc
+        except (lmdb.Error, OSError) as exc:
+            raise EngineError(f'cannot back up {self.path!r} to {dest!r}: {exc}') from exc
+
     def _begin(self, write: bool, retry: bool = True) -> EngineTransaction:
         if write:
             if (time.monotonic() - self._last_reader_check
