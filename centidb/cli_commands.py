@@ -210,7 +210,11 @@ def cmd_verify(args: argparse.Namespace, out: IO[str]) -> int:
     """
     with store_of(args) as store:
         names = store.collections()
-        problems = store.verify()
+        ticks = progress(iter(names), desc='verify', quiet=args.quiet, total=len(names),
+                         unit='coll')
+        problems = store.verify(progress=lambda name: next(ticks, None))
+        for _ in ticks:     # ends the bar
+            pass
     for problem in problems:
         out.write(f'{problem}\n')
     if not args.quiet and not problems:

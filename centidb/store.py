@@ -304,7 +304,7 @@ class Store(CollectionAdmin, StoreHooks):
 
     # --- checking --------------------------------------------------------------------
 
-    def verify(self) -> list[Problem]:
+    def verify(self, *, progress: Callable[[str], object] | None = None) -> list[Problem]:
         """Check the whole store and return the problems found (empty: sound).
 
         In one read transaction (or this thread's open write transaction):
@@ -320,18 +320,23 @@ class Store(CollectionAdmin, StoreHooks):
         pickle, not allowed) is reported as not checked. Records are held in
         memory one collection at a time.
 
+        :param progress: called as ``progress(name)`` before each collection
+            is checked, in name order (for a progress bar).
         :returns: a ``list`` of :class:`~centidb.verify.Problem`, each naming
             the collection and key where it can.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._txns.check_open()
-        return self._txns.run(None, False, self._verify_in)
+        return self._txns.run(None, False, self._verify_in, progress)
 
-    def _verify_in(self, txn: Transaction, etxn: EngineTransaction) -> list[Problem]:
+    def _verify_in(self, txn: Transaction, etxn: EngineTransaction,
+                   progress: Callable[[str], object] | None) -> list[Problem]:
         meta_problems, collections, indexes, counters = check_catalog(self._catalog, etxn)
         problems = [Problem(*problem) for problem in meta_problems]
         owned = {0}
         for name, info in sorted(collections.items()):
+            if progress is not None:
+                progress(name)
             index_ids = indexes.get(info['id'], {})
             owned.add(info['id'])
             owned.update(index_ids.values())

@@ -143,3 +143,11 @@ def test_verify_joins_the_open_write_transaction(store):
     with store.begin(write=True):
         people.put({'id': 50, 'city': 'x', 'tags': []}, blind=True)
         assert store.verify() == []
+
+
+def test_verify_reports_progress_per_collection_in_name_order(store):
+    for name in ('b', 'a', 'c'):
+        store.collection(name).put({'x': 1})
+    seen = []
+    assert store.verify(progress=seen.append) == []
+    assert seen == ['a', 'b', 'c']
