@@ -123,8 +123,10 @@ def make_parser() -> argparse.ArgumentParser:
     sub.add_argument('--source-engine', metavar='NAME',
                      help='the engine of STORE, if its files do not tell')
 
-    add('compact', cli_commands.cmd_compact,
-        'LevelDB: compact now; LMDB: compacts only on copy (use backup)')
+    sub = add('compact', cli_commands.cmd_compact,
+              'LevelDB: compact now; LMDB: rewrite the file compacted (needs --offline)')
+    sub.add_argument('--offline', action='store_true',
+                     help='LMDB: no other process has STORE open (the file is replaced)')
     return parser
 
 

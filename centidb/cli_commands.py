@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import tempfile
 from typing import IO, Any
 
 from centidb import dumpformat
@@ -344,7 +346,12 @@ def cmd_copy(args: argparse.Namespace, out: IO[str]) -> int:
 
 
 def cmd_compact(args: argparse.Namespace, out: IO[str]) -> int:
-    """``compact STORE``: LevelDB compacts in place; LMDB only by copying.
+    """``compact STORE``: LevelDB compacts in place; LMDB is rewritten compacted.
+
+    LMDB never shrinks its file in place, so with ``--offline`` (the caller
+    promises no other process has the store open) a compacting copy
+    replaces the data file; without it nothing is changed and the exit
+    status is a usage error.
 
     :param args: the parsed command line (``argparse.Namespace``).
     :param out: the stream data is written to.
@@ -354,12 +361,26 @@ def cmd_compact(args: argparse.Namespace, out: IO[str]) -> int:
     try:
         if isinstance(engine, PlyvelEngine):
             engine.compact()
-        elif isinstance(engine, LmdbEngine):
-            if not args.quiet:
-                os.write(2, b'LMDB reuses freed pages but never shrinks its file in place: '
-                            b'"centidb backup STORE DEST" writes a compacted copy\n')
-        else:
+            return EXIT_OK
+        if not isinstance(engine, LmdbEngine):
             raise CliError(f'{type(engine).__name__} cannot be compacted')
+        if not args.offline:
+            raise CliError('LMDB compacts only by rewriting its file, which would lose the '
+                           'writes of any other process that has it open: pass --offline '
+                           'if none has, or write a compacted copy with "centidb backup '
+                           'STORE DEST"', EXIT_USAGE)
+        data_file = os.path.join(engine.path, 'data.mdb')
+        before = os.path.getsize(data_file)
+        scratch = tempfile.mkdtemp(prefix='.compact-', dir=engine.path)
+        try:
+            engine.backup(scratch, compact=True)
+            engine.close()
+            os.replace(os.path.join(scratch, 'data.mdb'), data_file)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if not args.quiet:
+            after = os.path.getsize(data_file)
+            os.write(2, f'{data_file}: {before} -> {after} bytes\n'.encode())
     finally:
         engine.close()
     return EXIT_OK
