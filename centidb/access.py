@@ -27,7 +27,9 @@ from centidb.errors import CentiError, CorruptKeyError, CorruptRecordError, Inde
 from centidb.keylib import Key
 from centidb.records import ENTRY_SEP, IndexSpec, Record
 from centidb.txn import Transaction, TxnManager
-from centidb.writing import BoundIndex, KeySource, RecordWrites, ReportingWriter, Writer
+from centidb.writing import (  # delete_index_entries: also imported from here
+    BoundIndex, KeySource, RecordWrites, ReportingWriter, Writer, delete_index_entries,
+)
 
 __all__ = ['Records', 'split_entries', 'first_entry', 'delete_index_entries']
 
@@ -347,14 +349,3 @@ def first_entry(etxn: EngineTransaction, index_prefix: bytes, x: Key) -> bytes |
     packed = keylib.packs(x, index_prefix)
     found = etxn.first(packed + ENTRY_SEP, keylib.after_key(packed))
     return None if found is None else found[0]
-
-
-def delete_index_entries(etxn: EngineTransaction, index_prefix: bytes) -> None:
-    """Delete every entry of the index whose prefix is `index_prefix`.
-
-    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-    :param index_prefix: the index's prefix.
-    """
-    lo, hi = keylib.prefix_range((), index_prefix)
-    for key_bytes in list(etxn.keys(lo, hi)):
-        etxn.delete(key_bytes)

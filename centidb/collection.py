@@ -151,8 +151,8 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         self._catalog.raise_counter(etxn, self._counter_name, n)
 
     def _fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
-                    index_prefix: bytes, unique_name: str | None) -> None:
-        self._records.fill_index(etxn, func, index_prefix, unique_name)
+                    index_prefix: bytes, unique_name: str | None, replace: bool) -> None:
+        self._records.fill_index(etxn, func, index_prefix, unique_name, replace)
 
     def reload(self, info: CollectionInfo, index_ids: dict[str, int]) -> None:
         """Take up metadata another process changed (called by the store).

@@ -270,15 +270,16 @@ class IndexSet:
     :param catalog: the store's :class:`~centidb.catalog.Catalog`.
     :param coll_name: the collection's name, for errors.
     :param index_ids: a ``dict`` from name to prefix id of every stored index.
-    :param fill: ``fill(engine txn, func, index prefix)`` writes a new
-        index's entries for the records already stored.
+    :param fill: ``fill(engine txn, func, index prefix, unique name or None,
+        replace)`` writes an index's entries for the records stored (with
+        `replace`, deleting its old entries first), or nothing if any fails.
     :param changed: called with no arguments after the added indexes change.
     """
 
     def __init__(self, coll: Indexed, txns: TxnManager, catalog: Catalog, coll_name: str,
                  index_ids: dict[str, int],
-                 fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes, Optional[str]],
-                                object],
+                 fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes, Optional[str],
+                                 bool], object],
                  changed: Callable[[], object]) -> None:
         self.coll = coll
         self.txns = txns
@@ -336,7 +337,7 @@ class IndexSet:
             # Writes nothing unless every record's entries could be made (and,
             # for a unique index, differ), so a failure leaves a transaction
             # the caller owns as it was.
-            self.fill(etxn, func, index.prefix, name if unique else None)
+            self.fill(etxn, func, index.prefix, name if unique else None, False)
             self.catalog.create_index(txn, self.coll_id, name, unique)
             # Bound before the commit, so no writer slips in between.
             self._bind(index)
@@ -393,8 +394,9 @@ class IndexSet:
                                     f'added in this session; add_index() it first')
         with self.txns.writing() as txn:
             etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # open
-            delete_index_entries(etxn, index.prefix)
-            self.fill(etxn, index.func, index.prefix, index.name if index.unique else None)
+            # Nothing is deleted unless every new entry could be made.
+            self.fill(etxn, index.func, index.prefix, index.name if index.unique else None,
+                      True)
 
     def drop(self, name: str) -> None:
         """Delete the index `name` and its entries; see ``Collection.drop_index``.

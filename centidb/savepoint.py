@@ -84,6 +84,14 @@ class Savepoint:
         """
         return self.etxn.keys(lo, hi, reverse)
 
+    def count(self, lo: bytes | None = None, hi: bytes | None = None) -> int:
+        """As :meth:`~centidb.engines.EngineTransaction.count`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        """
+        return self.etxn.count(lo, hi)
+
     def _save(self, key: bytes) -> None:
         if key not in self.saved:
             self.saved[key] = self.etxn.get(key)

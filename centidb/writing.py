@@ -30,7 +30,8 @@ from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key, delete_stale
 from centidb.savepoint import Savepoint
 from centidb.txn import Change, Transaction
 
-__all__ = ['BoundIndex', 'KeySource', 'Writer', 'ReportingWriter', 'RecordWrites']
+__all__ = ['BoundIndex', 'KeySource', 'Writer', 'ReportingWriter', 'RecordWrites',
+           'delete_index_entries']
 
 _EMPTY = b''
 
@@ -477,13 +478,19 @@ class RecordWrites:
         return records.Record(self.coll, data, key)
 
     def fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
-                   index_prefix: bytes, unique_name: str | None = None) -> None:
-        """Write the entries of a new index for every record of the collection.
+                   index_prefix: bytes, unique_name: str | None = None,
+                   replace: bool = False) -> None:
+        """Write the entries of an index for every record of the collection.
+
+        Every entry is made (and, for a unique index, checked) before the
+        first write, so if `func` raises nothing is written or deleted.
 
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
         :param func: the index function.
         :param index_prefix: the index's prefix.
         :param unique_name: the index's name if it is unique, else None.
+        :param replace: delete the index's existing entries first (a
+            rebuild).
         :raises ~centidb.errors.UniqueError: (a unique index) if two records
             have the same index tuple; nothing is written.
         """
@@ -503,5 +510,18 @@ class RecordWrites:
                         raise self.unique_error(unique_name, index_prefix, first)
             entries += made
         # Every call of `func` has succeeded: only now write.
+        if replace:
+            delete_index_entries(etxn, index_prefix)
         for entry in entries:
             etxn.put(entry, _EMPTY)
+
+
+def delete_index_entries(etxn: EngineTransaction, index_prefix: bytes) -> None:
+    """Delete every entry of the index whose prefix is `index_prefix`.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param index_prefix: the index's prefix.
+    """
+    lo, hi = keylib.prefix_range((), index_prefix)
+    for key_bytes in list(etxn.keys(lo, hi)):
+        etxn.delete(key_bytes)

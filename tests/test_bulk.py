@@ -535,3 +535,25 @@ def test_write_many_declines_before_calling_user_code(twins):
     assert coll.get(1) == {'a': 1} and counted.get(8) == {}
     assert store.counter(counted.counter_name, n=0) == 1
     store.close()
+
+
+def test_the_savepoint_offers_every_read_of_an_engine_transaction():
+    from centidb.engines import EngineTransaction
+    from centidb.savepoint import Savepoint
+    for name in ('get', 'first', 'items', 'keys', 'count'):
+        assert callable(getattr(EngineTransaction, name))
+        assert callable(getattr(Savepoint, name)), name
+
+
+def test_a_hook_counting_an_index_during_a_general_put_many(store):
+    coll = store.collection('c', txn_key_func=lambda txn, r: r['id'])
+    groups = coll.add_index('grp', lambda r: r['g'])
+
+    @coll.before_write
+    def at_most_two(key, value):
+        if value is not None and groups.count(prefix=value['g']) >= 2:
+            raise ValueError(f'group {value["g"]!r} is full')
+    assert coll.put_many([{'id': 1, 'g': 'x'}, {'id': 2, 'g': 'x'}]) == [(1,), (2,)]
+    with pytest.raises(ValueError, match='full'):
+        coll.put_many([{'id': 3, 'g': 'y'}, {'id': 4, 'g': 'x'}])
+    assert coll.count() == 2 and groups.count(prefix='y') == 0

@@ -219,3 +219,27 @@ def test_two_processes_cannot_both_claim_a_value(tmp_path):
                                    if n != 1] == []
     assert store.verify() == []
     store.close()
+
+
+@pytest.mark.parametrize('unique', [True, False])
+def test_a_failed_reindex_in_a_transaction_leaves_the_index_as_it_was(store, unique):
+    coll = store.collection('users', key_func=lambda r: r['id'])
+    fold = [False]      # an index function changed between versions
+
+    def email(r):
+        if fold[0] and r['email'] == 'bad':
+            raise ValueError('cannot index this record')
+        return r['email'].lower() if fold[0] else r['email']
+    index = coll.add_index('email', email, unique=unique)
+    coll.put({'id': 1, 'email': 'A@x'})
+    coll.put({'id': 2, 'email': 'a@x' if unique else 'bad'})
+    before = list(index.pairs())
+    fold[0] = True
+    with store.begin(write=True) as txn:
+        coll.put({'id': 9, 'email': 'z@z'}, txn=txn)
+        with pytest.raises(UniqueError if unique else ValueError):
+            coll.reindex('email')                               # joins txn
+    assert list(index.pairs()) == sorted(before + [(('z@z',), (9,))])
+    if unique:
+        with pytest.raises(UniqueError):
+            coll.put({'id': 3, 'email': 'z@z'})
