@@ -27,11 +27,9 @@ from centidb.errors import CentiError, CorruptKeyError, CorruptRecordError, Inde
 from centidb.keylib import Key
 from centidb.records import ENTRY_SEP, IndexSpec, Record
 from centidb.txn import Transaction, TxnManager
-from centidb.writing import (  # delete_index_entries: also imported from here
-    BoundIndex, KeySource, RecordWrites, ReportingWriter, Writer, delete_index_entries,
-)
+from centidb.writing import BoundIndex, KeySource, RecordWrites, ReportingWriter, Writer
 
-__all__ = ['Records', 'split_entries', 'first_entry', 'delete_index_entries']
+__all__ = ['Records', 'split_entries', 'first_entry']
 
 
 class Records(RecordWrites):

@@ -22,6 +22,7 @@ from centidb.collection import Collection
 from centidb.engines import EngineTransaction
 from centidb.errors import CollectionExistsError, StoreFormatError, UnknownCollectionError
 from centidb.txn import Transaction, TxnManager
+from centidb.writing import delete_prefix
 
 __all__ = ['CollectionAdmin', 'check_name']
 
@@ -40,12 +41,6 @@ def _dropped_then(name: str, remade: bool) -> str:
     if remade:
         return f'store.collection({name!r}) opens the new collection made since'
     return f'store.collection({name!r}) makes a new, empty one'
-
-
-def _delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
-    """Delete every engine key that starts with `prefix` (iterators survive writes)."""
-    for key_bytes in etxn.keys(prefix, keylib.next_prefix(prefix)):
-        etxn.delete(bytes(key_bytes))
 
 
 class CollectionAdmin:
@@ -180,7 +175,7 @@ class CollectionAdmin:
         info = self._stored_info(etxn, name)
         index_ids = catalog.index_ids(etxn, info['id'])
         for prefix_id in (info['id'], *index_ids.values()):
-            _delete_prefix(etxn, keylib.packs(prefix_id))
+            delete_prefix(etxn, keylib.packs(prefix_id))
         with catalog.lock:      # after the engine's writer lock, as elsewhere
             catalog.drop_collection(txn, name, info)
             self._forget_in(txn, name, 'it was dropped from the store',

@@ -16,9 +16,10 @@ from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
 from centidb.keylib import Key
 from centidb.query import Queryable, check_query, query_doc, readonly
-from centidb.access import (Records, corrupt_entry_error, delete_index_entries, first_entry,
+from centidb.access import (Records, corrupt_entry_error, first_entry,
                             split_entries)
 from centidb.records import as_key
+from centidb.writing import delete_prefix
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Index', 'IndexSet', 'Indexed']
@@ -409,7 +410,7 @@ class IndexSet:
                                     f'to drop')
         index_id = self.ids[name]
         with self.txns.writing() as txn, self.catalog.lock:
-            delete_index_entries(txn.engine_txn,  # type: ignore[arg-type]  # open
+            delete_prefix(txn.engine_txn,  # type: ignore[arg-type]  # open
                                  keylib.packs(index_id))
             self.catalog.delete_index(txn, self.coll_id, name)
             index = self.added.get(name)

@@ -31,7 +31,7 @@ from centidb.savepoint import Savepoint
 from centidb.txn import Change, Transaction
 
 __all__ = ['BoundIndex', 'KeySource', 'Writer', 'ReportingWriter', 'RecordWrites',
-           'delete_index_entries']
+           'delete_prefix']
 
 _EMPTY = b''
 
@@ -511,17 +511,19 @@ class RecordWrites:
             entries += made
         # Every call of `func` has succeeded: only now write.
         if replace:
-            delete_index_entries(etxn, index_prefix)
+            delete_prefix(etxn, index_prefix)
         for entry in entries:
             etxn.put(entry, _EMPTY)
 
 
-def delete_index_entries(etxn: EngineTransaction, index_prefix: bytes) -> None:
-    """Delete every entry of the index whose prefix is `index_prefix`.
+def delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
+    """Delete every engine key that starts with `prefix` (an index's or a collection's).
+
+    Deletes as it iterates (engine iterators survive writes), so a large
+    range is not held in memory.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-    :param index_prefix: the index's prefix.
+    :param prefix: the prefix.
     """
-    lo, hi = keylib.prefix_range((), index_prefix)
-    for key_bytes in list(etxn.keys(lo, hi)):
-        etxn.delete(key_bytes)
+    for key_bytes in etxn.keys(prefix, keylib.next_prefix(prefix)):
+        etxn.delete(bytes(key_bytes))
