@@ -105,10 +105,12 @@ cdef class RecordWriter:
     cdef readonly bint usable, counted
     cdef readonly bytes header, prefix
     cdef readonly tuple specs, indexes
+    cdef readonly int plain_id
+    cdef readonly object decode_plain
 
     def __init__(self, coll, txns, txn_class, usable, prefix, encode, compress, header,
                  key_func, specs, indexes, limit, old_entries, too_long, record_class,
-                 counted=False):
+                 counted=False, plain_id=-1, decode_plain=None):
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -125,6 +127,20 @@ cdef class RecordWriter:
         self.too_long = too_long
         self.record_class = record_class
         self.counted = counted
+        self.plain_id = plain_id
+        self.decode_plain = decode_plain
+
+    cdef object stored_entries(self, old, bytes entry_tail):
+        # old_entries(old, entry_tail), decoding a plain msgpack record inline.
+        if (type(old) is bytes and PyBytes_GET_SIZE(old)
+                and <unsigned char>PyBytes_AS_STRING(old)[0] == self.plain_id
+                and type(self.decode_plain) is MsgpackDecode):
+            try:
+                data = (<MsgpackDecode>self.decode_plain).run(old[1:])
+            except Exception:
+                return self.old_entries(old, entry_tail)   # raises the right error
+            return index_entries(self.specs, data, entry_tail)
+        return self.old_entries(old, entry_tail)
 
     def write(self, txn, data, key, blind):
         """Mirrors centidb.records.RecordWriter.write."""
@@ -156,13 +172,21 @@ cdef class RecordWriter:
                     too_long = True
             if too_long:
                 self.too_long(key, key_bytes, entries)
-        if not blind and self.indexes:
-            old = etxn.get(key_bytes)
-            if old is not None:
-                delete_stale(etxn, self.old_entries(old, entry_tail), entries)
         writes = [(key_bytes, value)]
-        for entry in entries:
-            writes.append((entry, b''))
+        old = None
+        if not blind and self.indexes:
+            get = etxn._fast_get
+            old = etxn.get(key_bytes) if get is None else get(key_bytes)
+        if old is None:
+            for entry in entries:
+                writes.append((entry, b''))
+        else:
+            old_entries = self.stored_entries(old, entry_tail)
+            delete_stale(etxn, old_entries, entries)
+            kept = set(old_entries)
+            for entry in entries:
+                if entry not in kept:
+                    writes.append((entry, b''))
         put_many(etxn, writes)
         return new_record(self.coll, data, key, value, entries, self.indexes)
 
@@ -214,14 +238,13 @@ cdef class RecordWriter:
                 writes.append((key_bytes, value))
                 for entry in entries:
                     writes.append((entry, b''))
-        get = etxn._fast_get if latest else None
-        if get is None:
-            get = etxn.get
+        get = etxn._fast_get
+        olds = iter(etxn.get_many(list(latest))) if get is None and latest else None
         for key_bytes, pending in latest.items():
             value, entry_tail, held = pending
-            old = get(key_bytes)
+            old = next(olds) if olds is not None else get(key_bytes)
             if old is not None:
-                old_entries = self.old_entries(old, entry_tail)
+                old_entries = self.stored_entries(old, entry_tail)
                 if old_entries:
                     keep = set(held)
                     for entry in old_entries:
@@ -239,18 +262,42 @@ cdef class RecordWriter:
 
 cdef bytes _AFTER_KEY_SEP = bytes([KEY_SEP + 1])
 
+# What a record scan yields (mirrors centidb.records).
+cdef enum:
+    _VALUES = 0
+    _ITEMS = 1
+    _KEYS = 2
+    _INDEX_VALUES = 3
+    _INDEX_ITEMS = 4
+
+
+cdef tuple split_first(bytes buf, bytes prefix, Py_ssize_t *end):
+    """Mirrors centidb.keylib.split_first, setting *end to the position."""
+    cdef Reader r
+    cdef list elements = []
+    start_reader(&r, buf, prefix)
+    while r.pos < r.n:
+        if r.s[r.pos] == KEY_SEP:
+            end[0] = r.pos + 1
+            return tuple(elements)
+        elements.append(read_element(&r))
+    end[0] = 0
+    return tuple(elements)
+
 
 cdef class RecordReader:
     """Mirrors centidb.records.RecordReader."""
 
     cdef readonly object txns, txn_class, decode_plain, decode, limit
     cdef readonly object batch_get, missing, corrupt_entry, corrupt_record
+    cdef readonly object corrupt_key, batch_items, end
     cdef readonly bytes prefix
-    cdef readonly int plain_id
+    cdef readonly int plain_id, batch_flag
     cdef readonly bint batched
 
     def __init__(self, txns, txn_class, prefix, plain_id, decode_plain, decode, limit,
-                 batched, batch_get, missing, corrupt_entry, corrupt_record):
+                 batched, batch_get, missing, corrupt_entry, corrupt_record, corrupt_key,
+                 batch_items, batch_flag, end):
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -263,6 +310,10 @@ cdef class RecordReader:
         self.missing = missing
         self.corrupt_entry = corrupt_entry
         self.corrupt_record = corrupt_record
+        self.corrupt_key = corrupt_key
+        self.batch_items = batch_items
+        self.batch_flag = batch_flag
+        self.end = end
 
     cdef object stored(self, etxn, bytes key_bytes):
         if self.batched:
@@ -278,6 +329,8 @@ cdef class RecordReader:
             if type(stored) is bytes:
                 if (PyBytes_GET_SIZE(stored)
                         and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id):
+                    if type(self.decode_plain) is MsgpackDecode:
+                        return (<MsgpackDecode>self.decode_plain).run(stored[1:])
                     return self.decode_plain(stored[1:])
             elif stored[0] == self.plain_id:
                 return self.decode_plain(stored[1:])
@@ -298,6 +351,136 @@ cdef class RecordReader:
             return default
         return self.decode_stored(key_bytes, stored)
 
+    def values(self, etxn, bytes lo, bytes hi, reverse):
+        """Mirrors centidb.records.RecordReader.values."""
+        return self._scan(etxn, lo, hi, reverse, _VALUES)
+
+    def items(self, etxn, bytes lo, bytes hi, reverse):
+        """Mirrors centidb.records.RecordReader.items."""
+        return self._scan(etxn, lo, hi, reverse, _ITEMS)
+
+    def keys(self, etxn, bytes lo, bytes hi, reverse):
+        """Mirrors centidb.records.RecordReader.keys."""
+        return self._scan(etxn, lo, hi, reverse, _KEYS)
+
+    cdef bint is_batch(self, found):
+        if found is None:
+            return False
+        stored = found[1]
+        return len(stored) > 0 and stored[0] & self.batch_flag
+
+    def _scan(self, etxn, lo, hi, bint reverse, int what, bytes index_prefix=b'',
+             index_name=''):
+        """Mirrors centidb.records.RecordReader._scan."""
+        cdef list chunk
+        cdef tuple pair
+        cdef bytes key_bytes, stored, last = None
+        cdef bint restart = True
+        cdef bint records = what < _INDEX_VALUES
+        cdef dict fetched = None
+        cdef int flag = self.batch_flag
+        cdef Py_ssize_t i, n
+        if records and reverse and self.is_batch(etxn.first(hi, self.end)):
+            yield from self._expanded(etxn, lo, hi, True, what)
+            return
+        while restart:
+            restart = False
+            if last is not None:
+                if reverse:
+                    hi = last
+                else:
+                    lo = last + b'\x00'
+            writes = etxn.writes
+            chunks = etxn.item_chunks(lo, hi, reverse)
+            try:
+                for chunk in chunks:
+                    if not records and etxn._fast_get is None:
+                        fetched = self._fetched(etxn, chunk, index_prefix)
+                    n = len(chunk)
+                    for i in range(n):
+                        if etxn.writes != writes:
+                            restart = True
+                            break
+                        pair = <tuple>chunk[i]
+                        key_bytes = <bytes>pair[0]
+                        if not records:
+                            yield self.entry_output(etxn, key_bytes, index_prefix, index_name,
+                                                    what, fetched)
+                            last = key_bytes
+                            continue
+                        stored = <bytes>pair[1]
+                        if (PyBytes_GET_SIZE(stored) == 0
+                                or (<unsigned char>PyBytes_AS_STRING(stored)[0]) & flag):
+                            if last is not None:
+                                if reverse:
+                                    hi = last
+                                else:
+                                    lo = last + b'\x00'
+                            yield from self._expanded(etxn, lo, hi, reverse, what)
+                            return
+                        if what == _VALUES:
+                            yield self.decode_stored(key_bytes, stored)
+                        else:
+                            yield self.output(key_bytes, stored, what)
+                        last = key_bytes
+                    if restart:
+                        break
+            finally:
+                chunks.close()
+        if records and not reverse and self.is_batch(etxn.first(hi, self.end)):
+            if last is not None:
+                lo = last + b'\x00'
+            yield from self._expanded(etxn, lo, hi, False, what)
+
+    def _fetched(self, etxn, list chunk, bytes index_prefix):
+        """Mirrors centidb.records.RecordReader._fetched."""
+        cdef Py_ssize_t pos
+        cdef list keys = []
+        for entry, _ in chunk:
+            try:
+                split_first(entry, index_prefix, &pos)
+            except CorruptKeyError:
+                break
+            if not pos:
+                break
+            keys.append(self.prefix + entry[pos:])
+        return dict(zip(keys, etxn.get_many(keys)))
+
+    cdef object entry_output(self, etxn, bytes entry, bytes index_prefix, index_name,
+                             int what, dict fetched):
+        cdef Py_ssize_t pos
+        tup = split_first(entry, index_prefix, &pos)
+        if not pos:
+            raise self.corrupt_entry(entry)
+        key_bytes = self.prefix + entry[pos:]
+        if fetched is not None and key_bytes in fetched and not self.batched:
+            stored = fetched[key_bytes]
+        else:
+            stored = self.stored(etxn, key_bytes)
+        if stored is None and not self.batched:
+            stored = self.batch_get(etxn, key_bytes)
+        if stored is None:
+            raise self.missing(index_name, unpacks(key_bytes, self.prefix))
+        if what == _INDEX_ITEMS:
+            return tup, self.decode_stored(key_bytes, stored)
+        return self.decode_stored(key_bytes, stored)
+
+    def _expanded(self, etxn, lo, hi, reverse, int what):
+        """Mirrors centidb.records.RecordReader._expanded."""
+        for key_bytes, stored in self.batch_items(etxn, lo, hi, reverse):
+            yield self.output(key_bytes, stored, what)
+
+    cdef object output(self, key_bytes, stored, int what):
+        if what == _VALUES:
+            return self.decode_stored(key_bytes, stored)
+        try:
+            key = unpacks(key_bytes, self.prefix)
+        except CorruptKeyError as exc:
+            raise self.corrupt_key(key_bytes, exc) from None
+        if what == _KEYS:
+            return key
+        return key, self.decode_stored(key_bytes, stored)
+
     def index_get(self, txn, bytes index_prefix, index_name, x, default):
         """Mirrors centidb.records.RecordReader.index_get."""
         cdef bytes packed = pack_entry(as_key(x), index_prefix, b'')
@@ -317,17 +500,5 @@ cdef class RecordReader:
     def index_records(self, bytes index_prefix, index_name, bint items, etxn, lo, hi,
                       reverse):
         """Mirrors centidb.records.RecordReader.index_records."""
-        for entry in etxn.keys(lo, hi, reverse):
-            parts = unpacks_list(entry, index_prefix)
-            if len(parts) != 2:
-                raise self.corrupt_entry(entry)
-            key_bytes = pack_entry(parts[1], self.prefix, b'')
-            stored = self.stored(etxn, key_bytes)
-            if stored is None and not self.batched:
-                stored = self.batch_get(etxn, key_bytes)
-            if stored is None:
-                raise self.missing(index_name, parts[1])
-            if items:
-                yield parts[0], self.decode_stored(key_bytes, stored)
-            else:
-                yield self.decode_stored(key_bytes, stored)
+        return self._scan(etxn, lo, hi, reverse, _INDEX_ITEMS if items else _INDEX_VALUES,
+                         index_prefix, index_name)

@@ -3,6 +3,7 @@
 
 * ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, mirroring
   ``centidb/keylib.py``;
+* ``_encodings.pxi``: ``msgpack_decoder``, mirroring ``centidb/encodings.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
   ``RecordReader``, mirroring ``centidb/records.py``.
 
@@ -44,7 +45,8 @@ cdef extern from "Python.h":
 
 #: The names this module provides, each the twin of the pure-Python name.
 TWINS = ('packs', 'unpacks', 'unpacks_list', 'index_entries', 'Record',
-         'RecordWriter', 'RecordReader')
+         'RecordWriter', 'RecordReader', 'msgpack_decoder')
 
 include "_keylib.pxi"
+include "_encodings.pxi"
 include "_records.pxi"

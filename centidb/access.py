@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Callable, Iterator
 
 from centidb import keylib, records
-from centidb.batches import BatchView
+from centidb.batches import BATCH_FLAG, BatchView
 from centidb.encodings import Encoder, Packer
 from centidb.engines import EngineTransaction
 from centidb.engines.base import ItemIterator
@@ -103,13 +103,14 @@ class Records(RecordWrites):
             and not before_write,       # before-write hooks: the general paths
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
             limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record,
-            keys.kind == 'auto')
+            keys.kind == 'auto', plain_id, encoder.decode)
         if report:
             self.writer = ReportingWriter(self.writer, name)
         self.reader = records.RecordReader(
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
-            corrupt_entry_error, self.corrupt_record_error)
+            corrupt_entry_error, self.corrupt_record_error, self.corrupt_key_error,
+            view.items, BATCH_FLAG, view.end)
 
     # --- decoding --------------------------------------------------------------
 
@@ -163,6 +164,15 @@ class Records(RecordWrites):
         return CorruptRecordError(
             f'collection {self.name!r}: the record under key {key} cannot be '
             f'decoded ({type(exc).__name__}: {exc})')
+
+    def corrupt_key_error(self, key_bytes: bytes, exc: CorruptKeyError) -> CorruptKeyError:
+        """The error for a record key that cannot be decoded.
+
+        :param key_bytes: the record's engine key.
+        :param exc: the error decoding raised.
+        """
+        return CorruptKeyError(f'collection {self.name!r}: a record key is corrupt ({exc}): '
+                               f'{bytes(key_bytes)!r}')
 
     def entries(self, data: Any, entry_tail: bytes) -> list[bytes]:
         """Return the index entry keys of a record (a list of bytes).
@@ -286,8 +296,12 @@ class Records(RecordWrites):
         :returns: a ``list`` of values.
         """
         values: list[Any] = []
-        for key_bytes in packed:
-            stored = self.stored(etxn, key_bytes)
+        # One call: a networked engine reads them in a round trip or a few.
+        found = [None] * len(packed) if self.batched else etxn.get_many(packed)
+        for key_bytes, stored in zip(packed, found):
+            if stored is None:
+                # In a batch (another process may have batched the collection).
+                stored = self.view.get(etxn, key_bytes)
             values.append(default if stored is None else self.decoded(key_bytes, stored))
         return values
 

@@ -15,7 +15,7 @@ Iterating methods and ``count()`` take the query parameters described in
 
 from __future__ import annotations
 
-from typing import Any, Callable, Final, Iterable, Iterator, NoReturn
+from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 
 from centidb import encodings, keylib
 from centidb.batches import BatchView
@@ -34,6 +34,8 @@ from centidb.access import Records
 from centidb.records import Record, as_key
 from centidb.txn import Transaction, TxnManager
 from centidb.writing import KeySource, Writer
+
+_T = TypeVar('_T')
 
 __all__ = ['Collection']
 
@@ -151,8 +153,9 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         self._catalog.raise_counter(etxn, self._counter_name, n)
 
     def _fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
-                    index_prefix: bytes, unique_name: str | None, replace: bool) -> None:
-        self._records.fill_index(etxn, func, index_prefix, unique_name, replace)
+                    index_prefix: bytes, unique_name: str | None, replace: bool,
+                    progress: Callable[[int], object] | None = None) -> None:
+        self._records.fill_index(etxn, func, index_prefix, unique_name, replace, progress)
 
     def reload(self, info: CollectionInfo, index_ids: dict[str, int]) -> None:
         """Take up metadata another process changed (called by the store).
@@ -349,13 +352,14 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         packed = [keylib.packs(as_key(key), self.prefix) for key in keys]
         return self._txns.run(txn, False, self._records.read_many, packed, default)
 
-    def _iter(self, txn: Transaction | None, lo: object, hi: object, prefix: object,
-              startswith: object, reverse: bool, max: int | None,
-              include: bool) -> Iterator[Item]:
+    def _scan(self, txn: Transaction | None, lo: object, hi: object, prefix: object,
+              startswith: object, reverse: bool, max: int | None, include: bool,
+              source: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[_T]]
+              ) -> Iterator[_T]:
         check_query(reverse, max)
         lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max,
-                                  self._records.items)
+                                  source)  # type: ignore[arg-type]  # hi: never None here
 
     @query_doc('key')
     def items(self, lo: object = None, hi: object = None, *, prefix: object = None,
@@ -369,8 +373,8 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         """
-        pairs = self._iter(txn, lo, hi, prefix, startswith, reverse, max, include)
-        return _decoded_items(pairs, self._name, len(self.prefix), self._records)
+        return self._scan(txn, lo, hi, prefix, startswith, reverse, max, include,
+                          self._records.reader.items)
 
     @query_doc('key')
     def keys(self, lo: object = None, hi: object = None, *, prefix: object = None,
@@ -381,10 +385,8 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         {query}
         :returns: an iterator of key tuples.
         """
-        check_query(reverse, max)
-        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
-        keys = self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max, self._entry_keys)
-        return _decoded_keys(keys, self._name, len(self.prefix))
+        return self._scan(txn, lo, hi, prefix, startswith, reverse, max, include,
+                          self._records.reader.keys)
 
     @query_doc('key')
     def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
@@ -397,8 +399,8 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
             record packed with a packer not registered in this session.
         """
-        pairs = self._iter(txn, lo, hi, prefix, startswith, reverse, max, include)
-        return _decoded_values(pairs, self._records)
+        return self._scan(txn, lo, hi, prefix, startswith, reverse, max, include,
+                          self._records.reader.values)
 
     def _entry_keys(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
                     reverse: bool) -> Iterator[bytes]:
@@ -410,46 +412,7 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         try:
             return keylib.unpacks(key_bytes, self._prefix)[:size]
         except CorruptKeyError as exc:
-            raise _corrupt_key(self._name, key_bytes, exc) from None
-
-def _corrupt_key(name: str, key_bytes: bytes, exc: CorruptKeyError) -> CorruptKeyError:
-    return CorruptKeyError(f'collection {name!r}: a record key is corrupt ({exc}): '
-                           f'{bytes(key_bytes)!r}')
-
-
-def _decoded_items(pairs: Iterator[Item], name: str, start: int,
-                   records: Records) -> Iterator[tuple[Key, Any]]:
-    unpacks, decode = keylib.unpacks, records.decode
-    for key_bytes, stored in pairs:
-        try:
-            key = unpacks(key_bytes[start:])
-        except CorruptKeyError as exc:
-            raise _corrupt_key(name, key_bytes, exc) from None
-        try:
-            value = decode(stored)
-        except Exception:
-            value = records.decoded(key_bytes, stored)      # raises the right error
-        yield key, value
-
-
-def _decoded_keys(keys: Iterator[bytes], name: str, start: int) -> Iterator[Key]:
-    unpacks = keylib.unpacks
-    for key_bytes in keys:
-        try:
-            key = unpacks(key_bytes[start:])
-        except CorruptKeyError as exc:
-            raise _corrupt_key(name, key_bytes, exc) from None
-        yield key
-
-
-def _decoded_values(pairs: Iterator[Item], records: Records) -> Iterator[Any]:
-    decode = records.decode
-    for key_bytes, stored in pairs:
-        try:
-            value = decode(stored)
-        except Exception:
-            value = records.decoded(key_bytes, stored)      # raises the right error
-        yield value
+            raise self._records.corrupt_key_error(key_bytes, exc) from None
 
 
 class _Detached:

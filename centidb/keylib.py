@@ -36,7 +36,7 @@ from centidb.keyformat import (
     TAG_ZERO, Desc, Key,
 )
 
-__all__ = ['packs', 'unpacks', 'unpacks_list', 'prefix_range', 'startswith_range',
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'split_first', 'prefix_range', 'startswith_range',
            'upper_bound',
            'after_key', 'next_prefix', 'Desc', 'Key', 'IMPL']
 
@@ -437,6 +437,38 @@ def _decode_keys(data: object, prefix: bytes) -> list[Key]:
             elements.append(value)
     keys.append(tuple(elements))
     return keys
+
+
+def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
+    """Decode the first key of bytes made by :func:`packs` from a list of keys.
+
+    An index entry's record key need not be decoded to be read: it is the
+    bytes past the separator. (Pure Python in both implementations; the
+    compiled record reader has its own.)
+
+    :param data: the encoding (``bytes``).
+    :param prefix: ``bytes`` that `data` must start with; they are skipped.
+    :returns: ``(key tuple, position)``: the position is just past the
+        separator that ends the first key, or ``0`` if there is none.
+    :raises ~centidb.errors.CorruptKeyError: when `data` does not start with
+        `prefix`, or its first key is truncated or corrupt.
+    """
+    _check_prefix(prefix)
+    if not data.startswith(prefix):
+        raise CorruptKeyError(f'data does not start with the prefix {prefix!r}')
+    elements: list[Any] = []
+    pos = len(prefix)
+    end = len(data)
+    while pos < end:
+        tag = data[pos]
+        if tag == KEY_SEP:
+            return tuple(elements), pos + 1
+        if tag == TAG_DESC:
+            value, pos = _decode_desc(data, data.translate(_INVERT), pos)
+        else:
+            value, pos = _decode_element(data, pos)
+        elements.append(value)
+    return tuple(elements), 0
 
 
 def unpacks(data: bytes | bytearray | memoryview, prefix: bytes = b'') -> Key:

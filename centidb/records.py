@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item
-from centidb.errors import CentiError
+from centidb.errors import CentiError, CorruptKeyError
 from centidb.keyformat import KEY_SEP
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
@@ -34,6 +34,9 @@ __all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key',
            'delete_stale', 'checked_engine_txn', 'put_many', 'IndexSpec']
 
 ENTRY_SEP = bytes([KEY_SEP])
+# What a scan yields: records' values, (key, value) or keys; or, walking an
+# index's entries, the values or (index tuple, value) of the records they name.
+_VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS = 0, 1, 2, 3, 4
 _EMPTY = b''
 
 #: One index as :func:`index_entries` takes it: ``(index function, index
@@ -125,6 +128,12 @@ def index_entries(specs: tuple[IndexSpec, ...], data: Any, tail: bytes) -> list[
     return entries
 
 
+def _past(last: bytes, lo: bytes | None, hi: bytes | None,
+          reverse: bool) -> tuple[bytes | None, bytes | None]:
+    """The bounds ``(lo, hi)`` of what a scan has left once it has yielded `last`."""
+    return (lo, last) if reverse else (last + b'\x00', hi)
+
+
 def delete_stale(etxn: EngineTransaction, old_entries: list[bytes] | None,
                  entries: list[bytes]) -> None:
     """Delete the index entries of a record's old version it no longer has.
@@ -208,6 +217,10 @@ class RecordWriter:
     :param counted: True if the collection's keys come from its counter:
         :meth:`write` then declines (a given key must raise the counter),
         while :meth:`write_many` takes the counter's value from its caller.
+    :param plain_id: the id of the plain packer, and `decode_plain` the
+        encoder's ``decode``: with them the compiled twin decodes an old
+        version inline (the pure version uses only `old_entries`).
+    :param decode_plain: see `plain_id`.
     """
 
     def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction],
@@ -217,7 +230,8 @@ class RecordWriter:
                  indexes: tuple[object, ...], limit: int | None,
                  old_entries: Callable[[bytes, bytes], list[bytes]],
                  too_long: Callable[[Key, bytes, list[bytes]], object], record_class: type,
-                 counted: bool = False) -> None:
+                 counted: bool = False, plain_id: int = -1,
+                 decode_plain: Callable[[bytes], Any] | None = None) -> None:
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -234,6 +248,8 @@ class RecordWriter:
         self.too_long = too_long
         self.record_class = record_class
         self.counted = counted
+        self.plain_id = plain_id
+        self.decode_plain = decode_plain
 
     def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
         """Store `data` in the store transaction `txn`; return its Record.
@@ -272,12 +288,20 @@ class RecordWriter:
         if limit is not None and (len(key_bytes) > limit
                                   or any(len(entry) > limit for entry in entries)):
             self.too_long(key, key_bytes, entries)
-        if not blind and self.indexes:
-            old = etxn.get(key_bytes)
-            if old is not None:
-                delete_stale(etxn, self.old_entries(old, entry_tail), entries)
         writes = [(key_bytes, value)]
-        writes += [(entry, _EMPTY) for entry in entries]
+        old = None
+        if not blind and self.indexes:
+            # Every key is within the engine's limit now: the unchecked getter is safe.
+            get = etxn._fast_get
+            old = etxn.get(key_bytes) if get is None else get(key_bytes)
+        if old is None:
+            writes += [(entry, _EMPTY) for entry in entries]
+        else:
+            # Entries the old version has too are stored already.
+            old_entries = self.old_entries(old, entry_tail)
+            delete_stale(etxn, old_entries, entries)
+            kept = set(old_entries)
+            writes += [(entry, _EMPTY) for entry in entries if entry not in kept]
         put_many(etxn, writes)
         return Record(self.coll, data, key, value, entries, self.indexes)
 
@@ -347,11 +371,11 @@ class RecordWriter:
                 writes += [(entry, _EMPTY) for entry in entries]
         stale: list[bytes] = []
         # Every key is within the engine's limit now: the unchecked getter is safe.
-        get = etxn._fast_get if latest else None
-        if get is None:
-            get = etxn.get
+        get = etxn._fast_get
+        # Without a fast getter (a networked engine), one call reads them all.
+        olds = iter(etxn.get_many(list(latest))) if get is None and latest else None
         for key_bytes, (value, entry_tail, held) in latest.items():
-            old = get(key_bytes)
+            old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
             if old is not None:
                 old_entries = self.old_entries(old, entry_tail)
                 if old_entries:
@@ -393,6 +417,13 @@ class RecordReader:
         entry that does not hold an index tuple and a record key.
     :param corrupt_record: ``corrupt_record(key bytes, exception)`` returns
         the error for a stored value that cannot be decoded.
+    :param corrupt_key: ``corrupt_key(key bytes, exception)`` returns the
+        error for a record key that cannot be decoded.
+    :param batch_items: ``batch_items(engine txn, lo, hi, reverse)``
+        iterates ``(key bytes, stored)`` with batches expanded: scans hand
+        over to it when they meet a batch.
+    :param batch_flag: the header bit that marks a stored batch.
+    :param end: the engine key just past the collection's.
     """
 
     def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
@@ -401,7 +432,10 @@ class RecordReader:
                  batch_get: Callable[[EngineTransaction, bytes], bytes | None],
                  missing: Callable[[str, Key], Exception],
                  corrupt_entry: Callable[[bytes], Exception],
-                 corrupt_record: Callable[[bytes, Exception], Exception]) -> None:
+                 corrupt_record: Callable[[bytes, Exception], Exception],
+                 corrupt_key: Callable[[bytes, CorruptKeyError], Exception],
+                 batch_items: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[Item]],
+                 batch_flag: int, end: bytes | None) -> None:
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -414,6 +448,10 @@ class RecordReader:
         self.missing = missing
         self.corrupt_entry = corrupt_entry
         self.corrupt_record = corrupt_record
+        self.corrupt_key = corrupt_key
+        self.batch_items = batch_items
+        self.batch_flag = batch_flag
+        self.end = end
 
     def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         if self.batched:
@@ -450,6 +488,154 @@ class RecordReader:
             raise
         except Exception as exc:
             raise self.corrupt_record(key_bytes, exc) from exc
+
+    def values(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
+               reverse: bool) -> Iterator[Any]:
+        """Iterate the values of the records in ``[lo, hi)``, in key order.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param lo: the lowest engine key.
+        :param hi: the engine key at which to stop.
+        :param reverse: iterate from `hi` down.
+        :raises ~centidb.errors.CorruptRecordError: (while iterating) for a
+            stored value that cannot be decoded.
+        """
+        return self._scan(etxn, lo, hi, reverse, _VALUES)
+
+    def items(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
+              reverse: bool) -> Iterator[tuple[Key, Any]]:
+        """Iterate ``(key tuple, value)`` of the records in ``[lo, hi)``; see :meth:`values`.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param lo: the lowest engine key.
+        :param hi: the engine key at which to stop.
+        :param reverse: iterate from `hi` down.
+        :raises ~centidb.errors.CorruptKeyError: (while iterating) for a
+            record key that cannot be decoded.
+        """
+        return self._scan(etxn, lo, hi, reverse, _ITEMS)
+
+    def keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
+             reverse: bool) -> Iterator[Key]:
+        """Iterate the key tuples of the records in ``[lo, hi)``; see :meth:`values`.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
+        :param lo: the lowest engine key.
+        :param hi: the engine key at which to stop.
+        :param reverse: iterate from `hi` down.
+        """
+        return self._scan(etxn, lo, hi, reverse, _KEYS)
+
+    def _scan(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
+              reverse: bool, what: int, index_prefix: bytes = b'',
+              index_name: str = '') -> Iterator[Any]:
+        # Records (or index entries) come in chunks from the engine. A record
+        # scan hands the rest of its range to batch_items when it meets a
+        # batch, which expands batches.
+        flag = self.batch_flag
+        records = what < _INDEX_VALUES
+        if records and reverse:
+            # A batch sits under its highest member: one at or past hi may
+            # hold members below it.
+            found = etxn.first(hi, self.end)
+            if found is not None and found[1] and found[1][0] & flag:
+                yield from self._expanded(etxn, lo, hi, True, what)  # type: ignore[arg-type]
+                return
+        last = None
+        restart = True
+        fetched: dict[bytes, bytes | None] | None = None
+        while restart:
+            restart = False
+            if last is not None:
+                lo, hi = _past(last, lo, hi, reverse)
+            writes = etxn.writes
+            chunks = etxn.item_chunks(lo, hi, reverse)
+            try:
+                for chunk in chunks:
+                    if not records and etxn._fast_get is None:
+                        # A networked engine: one round trip for the chunk's records.
+                        fetched = self._fetched(etxn, chunk, index_prefix)
+                    for key_bytes, stored in chunk:
+                        if etxn.writes != writes:    # it wrote, or ended: start again
+                            restart = True
+                            break
+                        if not records:
+                            yield self._entry_output(etxn, key_bytes, index_prefix,
+                                                     index_name, what, fetched)
+                        elif not stored or stored[0] & flag:
+                            if last is not None:
+                                lo, hi = _past(last, lo, hi, reverse)
+                            yield from self._expanded(etxn, lo, hi, reverse,  # type: ignore[arg-type]
+                                                      what)
+                            return
+                        elif what == _VALUES:
+                            yield self._decoded(key_bytes, stored)
+                        else:
+                            yield self._output(key_bytes, stored, what)
+                        last = key_bytes
+                    if restart:
+                        break
+            finally:
+                chunks.close()
+        if records and not reverse:
+            found = etxn.first(hi, self.end)
+            if found is not None and found[1] and found[1][0] & flag:
+                if last is not None:
+                    lo, hi = _past(last, lo, hi, reverse)
+                yield from self._expanded(etxn, lo, hi, False, what)  # type: ignore[arg-type]
+
+    def _fetched(self, etxn: EngineTransaction, chunk: list[Item],
+                 index_prefix: bytes) -> dict[bytes, bytes | None]:
+        """The stored records the entries of `chunk` name, read with one ``get_many``.
+
+        Up to the first corrupt entry, which raises when the scan reaches it.
+        """
+        keys = []
+        for entry, _ in chunk:
+            try:
+                _, pos = keylib.split_first(entry, index_prefix)
+            except CorruptKeyError:
+                break
+            if not pos:
+                break
+            keys.append(self.prefix + entry[pos:])
+        return dict(zip(keys, etxn.get_many(keys)))
+
+    def _entry_output(self, etxn: EngineTransaction, entry: bytes, index_prefix: bytes,
+                      index_name: str, what: int,
+                      fetched: dict[bytes, bytes | None] | None) -> Any:
+        tup, pos = keylib.split_first(entry, index_prefix)
+        if not pos:
+            raise self.corrupt_entry(entry)
+        key_bytes = self.prefix + entry[pos:]
+        if fetched is not None and key_bytes in fetched and not self.batched:
+            stored = fetched[key_bytes]
+        else:
+            stored = self._stored(etxn, key_bytes)
+        if stored is None and not self.batched:
+            # A batch() (in this transaction or another process) may have moved it.
+            stored = self.batch_get(etxn, key_bytes)
+        if stored is None:
+            raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
+        if what == _INDEX_ITEMS:
+            return tup, self._decoded(key_bytes, stored)
+        return self._decoded(key_bytes, stored)
+
+    def _expanded(self, etxn: EngineTransaction, lo: bytes, hi: bytes, reverse: bool,
+                  what: int) -> Iterator[Any]:
+        for key_bytes, stored in self.batch_items(etxn, lo, hi, reverse):
+            yield self._output(key_bytes, stored, what)
+
+    def _output(self, key_bytes: bytes, stored: bytes, what: int) -> Any:
+        if what == _VALUES:
+            return self._decoded(key_bytes, stored)
+        try:
+            key = keylib.unpacks(key_bytes, self.prefix)
+        except CorruptKeyError as exc:
+            raise self.corrupt_key(key_bytes, exc) from None
+        if what == _KEYS:
+            return key
+        return key, self._decoded(key_bytes, stored)
 
     def index_get(self, txn: Transaction, index_prefix: bytes, index_name: str, x: object,
                   default: Any) -> Any:
@@ -497,21 +683,8 @@ class RecordReader:
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
-        for entry in etxn.keys(lo, hi, reverse):
-            parts = keylib.unpacks_list(entry, index_prefix)
-            if len(parts) != 2:
-                raise self.corrupt_entry(entry)
-            key_bytes = keylib.packs(parts[1], self.prefix)
-            stored = self._stored(etxn, key_bytes)
-            if stored is None and not self.batched:
-                # A batch() (in this transaction or another process) may have moved it.
-                stored = self.batch_get(etxn, key_bytes)
-            if stored is None:
-                raise self.missing(index_name, parts[1])
-            if items:
-                yield parts[0], self._decoded(key_bytes, stored)
-            else:
-                yield self._decoded(key_bytes, stored)
+        return self._scan(etxn, lo, hi, reverse, _INDEX_ITEMS if items else _INDEX_VALUES,
+                          index_prefix, index_name)
 
 
 #: The pure-Python versions, whichever implementation is active (for parity

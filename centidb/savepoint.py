@@ -9,6 +9,8 @@ This layer calls engine transactions only; never a layer above.
 
 from __future__ import annotations
 
+from typing import Generator, Iterable
+
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item, ItemIterator, KeyIterator
 
@@ -54,6 +56,13 @@ class Savepoint:
         """
         return self.etxn.get(key)
 
+    def get_many(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """As :meth:`~centidb.engines.EngineTransaction.get_many`.
+
+        :param keys: an iterable of non-empty ``bytes``.
+        """
+        return self.etxn.get_many(keys)
+
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
               reverse: bool = False) -> Item | None:
         """As :meth:`~centidb.engines.EngineTransaction.first`.
@@ -73,6 +82,16 @@ class Savepoint:
         :param reverse: descend.
         """
         return self.etxn.items(lo, hi, reverse)
+
+    def item_chunks(self, lo: bytes | None = None, hi: bytes | None = None,
+                    reverse: bool = False) -> Generator[list[Item], None, None]:
+        """As :meth:`~centidb.engines.EngineTransaction.item_chunks`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.item_chunks(lo, hi, reverse)
 
     def keys(self, lo: bytes | None = None, hi: bytes | None = None,
              reverse: bool = False) -> KeyIterator:

@@ -9,12 +9,15 @@ opened. The interface they implement is described in
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat
 import threading
 import weakref
 from types import TracebackType
-from typing import Any, Callable, Generator, Iterator, Literal, Mapping, NoReturn, Tuple, TypeVar
+from typing import (
+    Any, Callable, Generator, Iterable, Iterator, Literal, Mapping, NoReturn, Tuple, TypeVar,
+)
 
 from centidb.errors import (
     DatabaseNotFoundError,
@@ -203,8 +206,9 @@ class EngineTransaction:
     def __init__(self, engine: Engine, write: bool) -> None:
         self.engine = engine
         self.write = bool(write)
-        #: Counts puts and deletes: iterators that cache anything compare
-        #: it to notice the transaction's own writes.
+        #: Changes with every put and delete, and when the transaction ends:
+        #: iterators that read ahead compare it between steps to notice the
+        #: transaction's own writes (and its end).
         self.writes = 0
         #: A callable ``(key) -> value or None`` that skips every check, for
         #: callers that pass non-empty bytes keys no longer than the engine's
@@ -261,6 +265,25 @@ class EngineTransaction:
         if type(key) is not bytes or not key:
             _bad_key(key)
         return self._get(key)
+
+    def get_many(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """As :meth:`get` for each of `keys`, in order; a networked engine batches them.
+
+        :param keys: an iterable of non-empty ``bytes``.
+        :returns: a ``list`` of values (``bytes``) or ``None``, one per key.
+        :raises TypeError: if a key is not ``bytes``.
+        :raises ValueError: if a key is empty.
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        checked = list(keys)
+        for key in checked:
+            if type(key) is not bytes or not key:
+                _bad_key(key)
+        return self._get_many(checked)
+
+    def _get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return [self.get(key) for key in keys]    # engines override it to batch
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store `value` under `key`, replacing any previous value.
@@ -363,6 +386,31 @@ class EngineTransaction:
         finally:
             items.close()
 
+    def item_chunks(self, lo: bytes | None = None, hi: bytes | None = None,
+                    reverse: bool = False) -> Generator[list[Item], None, None]:
+        """Iterate the pairs :meth:`items` would yield, as lists of consecutive pairs.
+
+        For callers that step through many pairs in a loop of their own:
+        the lists are read ahead (from a few pairs up to
+        :data:`MAX_CHUNK`), so they do not follow the transaction's later
+        writes, nor its end. Before using each pair the caller compares
+        :attr:`writes` with its value when the call was made and, if it
+        changed, closes the iterator and calls again past the last pair it
+        used (which raises if the transaction ended).
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of non-empty lists of ``(key, value)``.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        _check_bounds(lo, hi)
+        if lo is not None and hi is not None and lo >= hi:
+            return _no_chunks()
+        return self._item_chunks(lo, hi, bool(reverse))
+
     def _checked_items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
@@ -421,6 +469,7 @@ class EngineTransaction:
 
     def _finish(self, state: str) -> None:
         self._state = state
+        self.writes += 1    # tells iterators that read ahead (see item_chunks)
         self.engine._transaction_ended(self)
 
     def _invalidate(self, state: str) -> None:
@@ -482,11 +531,45 @@ class EngineTransaction:
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Iterator[Item]:
         raise NotImplementedError
 
+    def _item_chunks(self, lo: bytes | None, hi: bytes | None,
+                     reverse: bool) -> Generator[list[Item], None, None]:
+        """The lists of :meth:`item_chunks`, cut from ``_items``; engines may read faster."""
+        items = self._items(lo, hi, reverse)
+        try:
+            for size in _chunk_sizes():
+                chunk = list(itertools.islice(items, size))
+                if chunk:
+                    yield chunk
+                if len(chunk) < size:
+                    return
+        finally:
+            close = getattr(items, 'close', None)
+            if close is not None:
+                close()
+
     def _commit(self) -> None:
         raise NotImplementedError
 
     def _abort(self) -> None:
         raise NotImplementedError
+
+
+#: The longest list :meth:`EngineTransaction.item_chunks` yields.
+MAX_CHUNK = 1024
+#: The first list is this short, so that a query that stops early reads little.
+_FIRST_CHUNK = 16
+
+
+def _no_chunks() -> Generator[list[Item], None, None]:
+    yield from ()
+
+
+def _chunk_sizes() -> Iterator[int]:
+    """The lengths of the lists of one ``item_chunks`` call: doubling up to MAX_CHUNK."""
+    size = _FIRST_CHUNK
+    while True:
+        yield size
+        size = min(size * 2, MAX_CHUNK)
 
 
 def _keys_only(items: ItemIterator) -> KeyIterator:

@@ -5,12 +5,14 @@
 
 from __future__ import annotations
 
+import bisect
 import collections
+import itertools
 import os
 import sys
 import threading
 import time
-from typing import Any, NoReturn
+from typing import Any, Generator, NoReturn
 
 from centidb.engines.base import (
     _OPEN,
@@ -20,6 +22,7 @@ from centidb.engines.base import (
     ItemIterator,
     _bad_key,
     _check_bounds,
+    _chunk_sizes,
     _file_on_path,
     _make_directories,
     _not_bytes,
@@ -544,6 +547,40 @@ class _LmdbTransaction(EngineTransaction):
                     found = _seek_after(cursor, key)
                 else:
                     found = cursor.next()
+
+    def _item_chunks(self, lo: bytes | None, hi: bytes | None,
+                     reverse: bool) -> Generator[list[Item], None, None]:
+        # The cursor's own iterator fills each list without a Python step per pair.
+        cursor = self._txn.cursor()
+        if reverse:
+            if not _seek_before(cursor, hi):
+                return
+            pairs = cursor.iterprev()
+        else:
+            if not (cursor.first() if lo is None else cursor.set_range(lo)):
+                return
+            pairs = cursor.iternext()
+        for size in _chunk_sizes():
+            chunk = list(itertools.islice(pairs, size))
+            if reverse:
+                if lo is not None and chunk and chunk[-1][0] < lo:
+                    end = len(chunk)
+                    while end and chunk[end - 1][0] < lo:
+                        end -= 1
+                    del chunk[end:]
+                    if chunk:
+                        yield chunk
+                    return
+            elif hi is not None and chunk and chunk[-1][0] >= hi:
+                # (hi,) sorts before every pair whose key is hi.
+                del chunk[bisect.bisect_left(chunk, (hi,)):]
+                if chunk:
+                    yield chunk
+                return
+            if chunk:
+                yield chunk
+            if len(chunk) < size:
+                return
 
     def _commit(self) -> None:
         try:
