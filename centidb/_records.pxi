@@ -239,10 +239,14 @@ cdef class RecordWriter:
                 for entry in entries:
                     writes.append((entry, b''))
         get = etxn._fast_get
-        olds = iter(etxn.get_many(list(latest))) if get is None and latest else None
+        cdef bint fresh = not latest or etxn.first(min(latest), max(latest) + b'\x00') is None
+        olds = iter(etxn.get_many(list(latest))) if get is None and not fresh else None
         for key_bytes, pending in latest.items():
             value, entry_tail, held = pending
-            old = next(olds) if olds is not None else get(key_bytes)
+            if fresh:
+                old = None
+            else:
+                old = next(olds) if olds is not None else get(key_bytes)
             if old is not None:
                 old_entries = self.stored_entries(old, entry_tail)
                 if old_entries:

@@ -372,10 +372,15 @@ class RecordWriter:
         stale: list[bytes] = []
         # Every key is within the engine's limit now: the unchecked getter is safe.
         get = etxn._fast_get
+        # No record stored between the lowest and highest key: nothing to read.
+        fresh = not latest or etxn.first(min(latest), max(latest) + b'\x00') is None
         # Without a fast getter (a networked engine), one call reads them all.
-        olds = iter(etxn.get_many(list(latest))) if get is None and latest else None
+        olds = iter(etxn.get_many(list(latest))) if get is None and not fresh else None
         for key_bytes, (value, entry_tail, held) in latest.items():
-            old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
+            if fresh:
+                old = None
+            else:
+                old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
             if old is not None:
                 old_entries = self.old_entries(old, entry_tail)
                 if old_entries:
