@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from centidb import keylib, records
+from centidb import keylib, limits, records
 from centidb.batches import BATCH_FLAG, BatchView
 from centidb.encodings import Encoder, Packer
 from centidb.engines import EngineTransaction
@@ -104,6 +104,7 @@ class Records(RecordWrites):
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
             limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record,
             keys.kind == 'auto', plain_id, encoder.decode)
+        self.writer = limits.limited_writer(self.writer, txns.engine, name, prefix)
         if report:
             self.writer = ReportingWriter(self.writer, name)
         self.reader = records.RecordReader(

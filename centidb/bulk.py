@@ -78,6 +78,13 @@ class BulkWrites:
             tuple element the key codec cannot encode.
         :raises ValueError: if a packed key or index entry is longer than
             the engine's ``max_key_size``.
+        :raises ~centidb.errors.LimitExceededError: (a ``ValueError``) if a
+            stored value is longer than the engine's ``max_value_size``, or
+            the call writes more keys or bytes than one commit of the engine
+            holds (``max_txn_ops``, ``max_txn_bytes``); the message says how
+            many of the records fit. Only this call's writes are counted:
+            the engine refuses at commit what the whole transaction wrote
+            past its limits. See :mod:`centidb.limits`.
         :raises TypeError: if `txn` is not a transaction of this store.
         :raises ~centidb.errors.TransactionError: if `txn` has ended or is
             read-only.

@@ -84,6 +84,42 @@ class DatabasePermissionError(DatabasePathError, PermissionError):
     """This process may not read, write or create the database's files."""
 
 
+class ConflictError(EngineError, RuntimeError):
+    """Another client changed what an optimistic transaction read; nothing was written.
+
+    Raised by ``commit()`` on engines whose write transactions check, when
+    they commit, that nothing they read has changed since their snapshot
+    (:class:`~centidb.engines.etcd.EtcdEngine`), and by reads whose snapshot
+    the server no longer keeps. Run the transaction again, from its first
+    read: :meth:`centidb.store.Store.transact` does that.
+    """
+
+
+class LimitExceededError(EngineError, ValueError):
+    """A key, a value or a commit is larger than the engine accepts.
+
+    The message names the limit (the engine's ``max_key_size``,
+    ``max_value_size``, ``max_txn_ops`` or ``max_txn_bytes``) and the size
+    asked for. Nothing was written: split the work into smaller
+    transactions.
+    """
+
+
+class ClusterUnavailableError(EngineError, ConnectionError):
+    """No server of a networked engine answered within the engine's timeout.
+
+    For a commit, the message says whether its outcome is unknown: it may
+    have been applied.
+    """
+
+
+class OptionalDependencyError(EngineError, ImportError):
+    """An engine needs a library that is an optional extra, not installed.
+
+    The message names the ``pip install`` command that installs it.
+    """
+
+
 # --- store, collections and indexes ------------------------------------------
 
 class StoreError(CentiError):

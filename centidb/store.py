@@ -42,7 +42,7 @@ from centidb.catalog import check as check_catalog
 from centidb.collection import Collection
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction, get_engine_class
-from centidb.errors import CentiError, EncoderMismatchError, KeyKindMismatchError
+from centidb.errors import CentiError, ConflictError, EncoderMismatchError, KeyKindMismatchError
 from centidb.hooks import StoreHooks
 from centidb.txn import Change, Transaction, TxnManager
 from centidb.verify import Problem, check_collection, find_orphans
@@ -50,6 +50,7 @@ from centidb.verify import Problem, check_collection, find_orphans
 __all__ = ['open', 'Store', 'Transaction']
 
 _Self = TypeVar('_Self', bound='Store')
+_R = TypeVar('_R')
 
 # A collection's stored metadata and its index ids (name -> prefix id).
 _Stored = Tuple[CollectionInfo, Dict[str, int]]
@@ -71,7 +72,8 @@ def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A0
 
     :param engine: an :class:`~centidb.engines.Engine` subclass or its name
         in :data:`~centidb.engines.ENGINES` (``'MemoryEngine'``,
-        ``'PlyvelEngine'``, ``'LmdbEngine'``).
+        ``'PlyvelEngine'``, ``'LmdbEngine'``) or
+        :data:`~centidb.engines.OPTIONAL_ENGINES` (``'EtcdEngine'``).
     :param engine_kwargs: keyword arguments for the engine's constructor.
     :returns: the :class:`Store`.
     :raises ValueError: for an unknown engine name.
@@ -400,6 +402,42 @@ class Store(CollectionAdmin, StoreHooks):
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         return self._txns.begin(write)
+
+    def transact(self, fn: Callable[[Transaction], _R], *, retries: int = 3) -> _R:
+        """Run ``fn(txn)`` in a write transaction and commit, again on a conflict.
+
+        On an engine with optimistic transactions
+        (:class:`~centidb.engines.etcd.EtcdEngine`), a commit fails with
+        :class:`~centidb.errors.ConflictError` when another client changed
+        what the transaction read; `fn` is then run again in a new
+        transaction, up to `retries` more times (so does a
+        ``ConflictError`` raised by `fn` itself). Other engines never
+        conflict. Since `fn` may run more than once, it should act only
+        through `txn` (or join it, by calling without ``txn=``).
+
+        :param fn: ``fn(txn)``, given the :class:`Transaction`.
+        :param retries: how many times to run `fn` again after a conflict.
+        :returns: what the successful run of `fn` returned.
+        :raises ~centidb.errors.ConflictError: the last conflict, when every
+            run conflicted.
+        :raises TypeError: if `fn` is not callable or `retries` is not an
+            ``int``.
+        :raises ValueError: if `retries` is negative.
+        """
+        if not callable(fn):
+            raise TypeError(f'fn must be callable, not {type(fn).__name__}')
+        if type(retries) is not int:
+            raise TypeError(f'retries must be an int, not {type(retries).__name__}')
+        if retries < 0:
+            raise ValueError(f'retries must be 0 or more, not {retries}')
+        for attempt in range(retries + 1):
+            try:
+                with self.begin(write=True) as txn:
+                    return fn(txn)
+            except ConflictError:
+                if attempt == retries:
+                    raise
+        raise AssertionError('unreachable')   # pragma: no cover
 
     # --- lifecycle ------------------------------------------------------------------------
 

@@ -1,14 +1,18 @@
 """Opening a fresh engine of each kind, for the engine tests.
 
 ``engine`` is the fixture the contract tests (and the wrapper tests that run
-on every engine) take: import it into a test module to use it there.
+on every engine) take: import it into a test module to use it there. Its
+``'etcd'`` engines live on the session's etcd cluster, each under a fresh
+prefix.
 """
 
 import pytest
 
 from centidb.engines import LmdbEngine, MemoryEngine, PlyvelEngine, TraceEngine
 
-ENGINE_KINDS = ['memory', 'plyvel', 'lmdb', 'trace']
+import etcd_cluster
+
+ENGINE_KINDS = ['memory', 'plyvel', 'lmdb', 'trace', 'etcd']
 
 
 def make_engine(kind, directory):
@@ -28,7 +32,10 @@ def make_engine(kind, directory):
 
 @pytest.fixture(params=ENGINE_KINDS)
 def engine(request, tmp_path):
-    eng = make_engine(request.param, tmp_path)
+    if request.param == 'etcd':     # on the session's cluster (conftest.py)
+        eng = etcd_cluster.open_engine(request.getfixturevalue('etcd_cluster'))
+    else:
+        eng = make_engine(request.param, tmp_path)
     yield eng
     eng.close()
 

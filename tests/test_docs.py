@@ -32,8 +32,9 @@ EXAMPLE_PAGES = ['index', 'tutorial', 'models', 'concepts', 'encoders', 'engines
 # Modules the API reference documents, with every public name.
 API_MODULES = ['cli', 'cli_commands', 'cli_dump', 'cli_common', 'model', 'modelindex', 'fields',
                'store', 'admin', 'hooks', 'verify', 'collection', 'bulk', 'mapping', 'index', 'query', 'access', 'writing',
-               'savepoint', 'records', 'catalog', 'txn',
-               'impl', 'keylib', 'keyformat', 'encodings', 'dumpformat', 'engines', 'batches', 'errors']
+               'savepoint', 'limits', 'records', 'catalog', 'txn',
+               'impl', 'keylib', 'keyformat', 'encodings', 'dumpformat', 'engines', 'engines.etcd',
+               'engines.etcd_client', 'engines.paths', 'batches', 'errors']
 # Languages a code block may declare without being run: shell and plain text.
 UNTESTED_LANGUAGES = {'console', 'shell-session', 'sh', 'bash', 'shell', 'text', 'none'}
 

@@ -18,6 +18,7 @@ import pytest
 
 from centidb.engines import (
     ENGINES,
+    OPTIONAL_ENGINES,
     Engine,
     EngineTransaction,
     ListEngine,
@@ -40,8 +41,63 @@ from centidb.errors import (
 from engine_helpers import engine, fill, make_engine  # noqa: F401 - a fixture
 
 
+def test_item_chunks_hold_what_items_yields(engine):
+    """item_chunks gives items' pairs in non-empty lists, from a read
+    transaction, and from a write transaction with and without pending
+    writes; long ranges come in several lists."""
+    model = {k: b'v' + k for k in RANGE_KEYS}
+    model.update((b'm%04d' % i, b'%d' % i) for i in range(300))
+    fill(engine, model.items())
+
+    def check(txn, model):
+        for lo in BOUNDS + [b'm0100', b'm0299\x00']:
+            for hi in BOUNDS + [b'm0150']:
+                for reverse in (False, True):
+                    chunks = list(txn.item_chunks(lo, hi, reverse))
+                    assert all(chunks), (lo, hi, reverse)
+                    got = [pair for chunk in chunks for pair in chunk]
+                    assert got == expected_items(model, lo, hi, reverse), (lo, hi, reverse)
+        assert len(list(txn.item_chunks())) > 1
+    with engine.begin() as txn:
+        check(txn, model)
+    with engine.begin(write=True) as txn:
+        check(txn, model)
+        txn.put(b'm0100x', b'new')
+        txn.delete(b'm0200')
+        model[b'm0100x'] = b'new'
+        del model[b'm0200']
+        check(txn, model)
+
+
+def test_writes_changes_when_a_transaction_ends(engine):
+    """Iterators that read ahead compare writes between steps: it changes
+    with each write, and at commit or abort."""
+    for end in ('commit', 'abort'):
+        txn = engine.begin(write=True)
+        before = txn.writes
+        txn.put(b'k', b'v')
+        during = txn.writes
+        assert during != before
+        getattr(txn, end)()
+        assert txn.writes != during
+        with pytest.raises(TransactionError):
+            txn.item_chunks()
+
+
 def in_range(key, lo, hi):
     return (lo is None or key >= lo) and (hi is None or key < hi)
+
+
+def begin_snapshot(engine):
+    """A read transaction whose snapshot is taken now.
+
+    Most engines take it at ``begin()``; one whose ``snapshot_at`` is
+    ``'first read'`` (EtcdEngine) at the first read, so read once.
+    """
+    txn = engine.begin()
+    if engine.snapshot_at == 'first read':
+        txn.get(b'\x00pin')
+    return txn
 
 
 def expected_items(model, lo=None, hi=None, reverse=False):
@@ -162,6 +218,176 @@ def test_non_bytes_arguments_raise_type_error(engine, bad):
     assert list(engine.items()) == []
 
 
+def test_get_many(engine):
+    fill(engine, [(b'a', b'1'), (b'b', b'2'), (b'c', b'')])
+    with engine.begin() as txn:
+        assert txn.get_many([]) == []
+        assert txn.get_many([b'a', b'x', b'c', b'a']) == [b'1', None, b'', b'1']
+        assert txn.get_many(iter([b'b'])) == [b'2']
+    with engine.begin(write=True) as txn:       # sees the transaction's writes
+        txn.put(b'x', b'new')
+        txn.delete(b'a')
+        assert txn.get_many([b'a', b'b', b'x', b'y']) == [None, b'2', b'new', None]
+    keys = [b'k%04d' % i for i in range(300)]   # more than one etcd Txn holds
+    fill(engine, [(k, k) for k in keys[::2]])
+    with begin_snapshot(engine) as reader:
+        engine.put(b'k0000', b'changed')
+        engine.put(b'k0001', b'added')
+        want = [k if i % 2 == 0 else None for i, k in enumerate(keys)]
+        assert reader.get_many(keys) == want     # the snapshot, not the changes
+        assert reader.get_many(reversed(keys)) == want[::-1]
+    with engine.begin() as txn:
+        assert txn.get_many([b'k0000', b'k0001']) == [b'changed', b'added']
+
+
+def test_the_savepoint_forwards_get_many(engine):
+    from centidb.savepoint import Savepoint
+    fill(engine, [(b'a', b'1')])
+    with engine.begin(write=True) as txn:
+        savepoint = Savepoint(txn)
+        savepoint.put(b'b', b'2')
+        assert savepoint.get_many([b'a', b'b', b'c']) == [b'1', b'2', None]
+
+
+def test_get_many_checks_its_arguments_and_state(engine):
+    engine.put(b'a', b'1')
+    with engine.begin() as txn:
+        with pytest.raises(TypeError, match='key must be bytes, not str'):
+            txn.get_many([b'a', 'b'])
+        with pytest.raises(ValueError, match='empty'):
+            txn.get_many([b''])
+        with pytest.raises(TypeError):
+            txn.get_many(None)
+        assert txn.get_many([b'a']) == [b'1']
+    with pytest.raises(TransactionError, match='already'):
+        txn.get_many([b'a'])
+    txn = engine.begin()
+    engine.close()
+    with pytest.raises(EngineClosedError):
+        txn.get_many([b'a'])
+
+
+# --- range deletes ----------------------------------------------------------
+
+DELETE_BOUNDS = [None, b'', b'\x00', b'a', b'b', b'b\x00', b'ba', b'c', b'\xff', b'\xff\xff\xff']
+
+
+def test_delete_range_over_all_bounds(engine):
+    model = {k: b'v' + k for k in RANGE_KEYS}
+    fill(engine, model.items())
+    for lo in DELETE_BOUNDS:
+        for hi in DELETE_BOUNDS:
+            left = {k: v for k, v in model.items() if not in_range(k, lo, hi)}
+            with engine.begin(write=True) as txn:
+                txn.delete_range(lo, hi)
+                assert list(txn.items()) == expected_items(left), (lo, hi)
+                assert list(txn.keys(reverse=True)) == \
+                    [k for k, _ in expected_items(left, reverse=True)]
+                assert txn.count(lo, hi) == 0 and txn.first(lo, hi) is None
+                assert txn.count() == len(left)
+                assert txn.get_many(RANGE_KEYS) == [left.get(k) for k in RANGE_KEYS]
+                txn.abort()
+    assert list(engine.items()) == expected_items(model)    # aborted: nothing gone
+    with engine.begin(write=True) as txn:
+        txn.delete_range(b'a', b'c')
+    assert list(engine.keys()) == [b'\x00', b'c', b'\xff', b'\xff\xff']
+    with engine.begin(write=True) as txn:
+        txn.delete_range(None, None)
+    assert list(engine.items()) == []
+
+
+def test_delete_range_then_writes_in_the_same_transaction(engine):
+    fill(engine, [(b'k%02d' % i, b'old') for i in range(20)])
+    with engine.begin(write=True) as txn:
+        txn.put(b'k05x', b'written before')     # removed with the range
+        txn.delete_range(b'k05', b'k15')
+        txn.put(b'k07', b'written after')        # survives, as after any delete
+        txn.put(b'k14', b'written after')
+        txn.delete(b'k08')                       # already gone: nothing changes
+        txn.delete(b'k16')
+        want = [b'k%02d' % i for i in (0, 1, 2, 3, 4, 7, 14, 15, 17, 18, 19)]
+        assert list(txn.keys()) == want
+        assert list(txn.keys(reverse=True)) == want[::-1]
+        assert txn.get(b'k07') == b'written after' and txn.get(b'k06') is None
+        assert txn.get(b'k05x') is None
+        assert txn.get_many([b'k05', b'k07', b'k15']) == [None, b'written after', b'old']
+        assert txn.count(b'k05', b'k15') == 2
+        assert txn.first(b'k05') == (b'k07', b'written after')
+        assert txn.first(hi=b'k14', reverse=True) == (b'k07', b'written after')
+        txn.delete_range(b'k00', b'k03')         # a second range, apart from the first
+        txn.delete_range(b'k13', b'k18')         # one overlapping it
+        want = [b'k03', b'k04', b'k07', b'k18', b'k19']
+        assert list(txn.keys()) == want
+    assert list(engine.keys()) == want
+    assert engine.get(b'k07') == b'written after' and engine.get(b'k14') is None
+
+
+@pytest.mark.parametrize('reverse', [False, True])
+def test_an_iterator_survives_a_range_delete(engine, reverse):
+    fill(engine, [(b'%03d' % i, b'v') for i in range(100)])
+    with engine.begin(write=True) as txn:
+        it = txn.keys(reverse=reverse)
+        seen = [next(it), next(it)]
+        # Delete the keys just ahead (the iterator may have read them), then
+        # some further on; put one key back inside the first range.
+        ahead = (b'090', b'098') if reverse else (b'002', b'010')
+        txn.delete_range(*ahead)
+        txn.delete_range(b'040', b'060')
+        txn.put(b'050', b'back')
+        seen += list(it)
+        gone = {b'%03d' % i for i in [*range(2, 10), *range(90, 98)] if
+                in_range(b'%03d' % i, *ahead)} | {b'%03d' % i for i in range(40, 60)}
+        want = sorted(({b'%03d' % i for i in range(100)} - gone) | {b'050'},
+                      reverse=reverse)
+        assert seen == want
+        txn.abort()
+
+
+def test_delete_range_checks_its_arguments_and_state(engine):
+    fill(engine, [(b'a', b'1'), (b'b', b'2')])
+    with engine.begin(write=True) as txn:
+        for lo, hi in (('a', None), (None, bytearray(b'b')), (1, 2)):
+            with pytest.raises(TypeError, match='must be bytes'):
+                txn.delete_range(lo, hi)
+        before = txn.writes
+        txn.delete_range(b'b', b'a')            # an empty range deletes nothing
+        txn.delete_range(b'a', b'a')
+        assert list(txn.keys()) == [b'a', b'b']
+        txn.delete_range(b'a', b'b')
+        assert txn.writes != before
+    assert list(engine.keys()) == [b'b']
+    with engine.begin() as reader:
+        with pytest.raises(TransactionError, match='read-only'):
+            reader.delete_range(None, None)
+    with pytest.raises(TransactionError, match='already'):
+        txn.delete_range(None, None)
+    writer = engine.begin(write=True)
+    engine.close()
+    with pytest.raises(EngineClosedError):
+        writer.delete_range(None, None)
+
+
+def test_the_savepoint_rolls_back_a_range_delete(engine):
+    from centidb.savepoint import Savepoint
+    fill(engine, [(b'a', b'1'), (b'b', b'2'), (b'c', b'3')])
+    with engine.begin(write=True) as txn:
+        savepoint = Savepoint(txn)
+        savepoint.put(b'b', b'changed first')
+        savepoint.delete_range(b'a', b'c')
+        savepoint.put(b'a2', b'new')
+        assert list(txn.keys()) == [b'a2', b'c']
+        savepoint.roll_back()
+        assert list(txn.items()) == [(b'a', b'1'), (b'b', b'2'), (b'c', b'3')]
+    assert list(engine.items()) == [(b'a', b'1'), (b'b', b'2'), (b'c', b'3')]
+
+
+def test_limits_are_stated(engine):
+    for name in ('max_key_size', 'max_value_size', 'max_txn_ops', 'max_txn_bytes'):
+        limit = getattr(engine, name)
+        assert limit is None or (type(limit) is int and limit > 0), name
+    assert engine.snapshot_at in ('begin', 'first read')
+
+
 # --- transactions ---------------------------------------------------------
 
 def test_transaction_attributes(engine):
@@ -277,7 +503,7 @@ def test_write_in_read_transaction_raises(engine):
 
 def test_read_transaction_is_a_snapshot(engine):
     fill(engine, [(b'a', b'1'), (b'b', b'2')])
-    reader = engine.begin()
+    reader = begin_snapshot(engine)
     engine.put(b'a', b'changed')
     engine.delete(b'b')
     engine.put(b'c', b'3')
@@ -314,7 +540,7 @@ def test_snapshot_scan_after_replacing_every_key(engine):
     old = {b'%s%03d' % (c, i): b'old'
            for c in (b'a', b'c') for i in range(300)}
     fill(engine, old.items())
-    with engine.begin() as reader:
+    with begin_snapshot(engine) as reader:
         with engine.begin(write=True) as txn:
             for i in range(300):
                 txn.delete(b'c%03d' % i)
@@ -604,9 +830,16 @@ def apply_write(rng, txn, view):
         value = b'%d' % rng.randrange(1000)
         txn.put(key, value)
         view[key] = value
-    else:
+    elif rng.random() < 0.85:
         txn.delete(key)
         view.pop(key, None)
+    else:
+        lo, hi = random_bounds(rng)
+        if lo is None and hi is None:
+            lo = key
+        txn.delete_range(lo, hi)
+        for gone in [k for k in view if in_range(k, lo, hi)]:
+            del view[gone]
 
 
 def run_random_operations(engine, seed, steps):
@@ -626,7 +859,7 @@ def run_random_operations(engine, seed, steps):
                 model.pop(key, None)
             assert engine.get(key) == model.get(key)
         elif choice < 0.2 and len(readers) < 4:
-            readers.append((engine.begin(), dict(model)))
+            readers.append((begin_snapshot(engine), dict(model)))
         elif choice < 0.3 and readers:
             txn, snapshot = readers.pop(rng.randrange(len(readers)))
             check_scan(rng, txn, snapshot)
@@ -878,8 +1111,10 @@ def test_get_engine_class():
     assert Transaction is EngineTransaction
     assert set(ENGINES) == {'ListEngine', 'LmdbEngine', 'MemoryEngine', 'PlyvelEngine'}
     assert all(issubclass(cls, Engine) for cls in ENGINES.values())
-    with pytest.raises(ValueError, match='known engines: ListEngine, LmdbEngine, '
-                                         'MemoryEngine, PlyvelEngine'):
+    with pytest.raises(ValueError, match='known engines: EtcdEngine, ListEngine, '
+                                         'LmdbEngine, MemoryEngine, PlyvelEngine'):
         get_engine_class('nosuch')
+    # Optional engines resolve by name, importing their module then.
+    assert get_engine_class('EtcdEngine').__module__ == OPTIONAL_ENGINES['EtcdEngine']
     with pytest.raises(TypeError):
         get_engine_class(42)

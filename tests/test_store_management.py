@@ -231,9 +231,10 @@ def test_drop_keeps_a_counter_named_with_counter_name(store):
 def test_drop_a_large_collection(store):
     coll = store.collection('big', key_func=by_id)
     coll.add_index('tag', tag_of)
-    with store.begin(write=True) as txn:
-        for i in range(3000):
-            coll.put({'id': i, 'tag': i % 7}, txn=txn, blind=True)
+    for start in range(0, 3000, 1000):      # 2,000 keys a commit: etcd takes them
+        with store.begin(write=True) as txn:
+            for i in range(start, start + 1000):
+                coll.put({'id': i, 'tag': i % 7}, txn=txn, blind=True)
     coll.batch(lo=1000, hi=2000, max_recs=50)
     ids = prefix_ids(store, 'big')
     store.drop_collection('big')

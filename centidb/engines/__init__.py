@@ -20,9 +20,15 @@ into transactions. The whole interface:
 ``engine.begin(write=False) -> EngineTransaction``
     A transaction with the same five methods plus ``count(lo=None,
     hi=None)`` (how many keys ``keys()`` would yield; the base class
-    derives it from ``_items()``, LMDB counts with its cursor), ``commit()``
-    and ``abort()``; also a context manager that commits on success and aborts
-    when the block raises (the exception propagates).
+    derives it from ``_items()``, LMDB counts with its cursor),
+    ``get_many(keys)`` (a list with ``get(key)`` of each key, in order; a
+    networked engine reads them in a few round trips, not one per key),
+    ``delete_range(lo, hi)`` (in a write transaction, delete every key
+    ``lo <= key < hi``, bounds as for ``items()`` but both given, exactly
+    as deleting each would; the base class deletes key by key as it
+    iterates, a networked engine sends one range delete),
+    ``commit()`` and ``abort()``; also a context manager that commits on
+    success and aborts when the block raises (the exception propagates).
 ``engine.close()``
     Release the store. Closing twice is fine. Engines are context managers.
 
@@ -33,9 +39,12 @@ Guarantees shared by every engine here:
   exhausted or closed.
 * A read transaction sees a consistent snapshot as of ``begin()``. A write
   transaction sees the state committed before its ``begin()`` plus its own
-  writes, including in iteration.
-* An iterator survives puts and deletes made through its own transaction
-  between ``next()`` calls: it resumes after the last key it yielded.
+  writes, including in iteration. (An engine whose ``snapshot_at`` is
+  ``'first read'``, :class:`~centidb.engines.etcd.EtcdEngine`, takes the
+  snapshot at the transaction's first read instead of at ``begin()``.)
+* An iterator survives puts, deletes and range deletes made through its own
+  transaction between ``next()`` calls: it resumes after the last key it
+  yielded.
 * Writers are serialized per engine: ``begin(write=True)`` blocks while
   another thread holds a write transaction. A thread that already holds one
   gets :class:`~centidb.errors.TransactionError` instead of a deadlock, also
@@ -47,13 +56,25 @@ Guarantees shared by every engine here:
   transaction, which ``close()`` already ended.
 * Keys are non-empty ``bytes`` and values are ``bytes``: anything else
   raises ``TypeError``, an empty key ``ValueError``. (Bounds may be ``b''``.)
+* An engine states its limits as attributes, ``None`` for none:
+  ``max_key_size`` and ``max_value_size`` (bytes), ``max_txn_ops`` (puts
+  and deletes in one commit; a range delete counts as one) and ``max_txn_bytes`` (bytes of keys and values
+  in one commit). Past one, it raises
+  :class:`~centidb.errors.LimitExceededError` and writes nothing (LMDB: an
+  :class:`~centidb.errors.EngineError` for a long key).
+* An engine with optimistic write transactions
+  (:class:`~centidb.engines.etcd.EtcdEngine`) may fail ``commit()`` with
+  :class:`~centidb.errors.ConflictError` when another client changed what
+  the transaction read; nothing is written, and the transaction can be run
+  again (:meth:`centidb.store.Store.transact`).
 
 Writing your own engine
 -----------------------
 Subclass :class:`Engine` and :class:`EngineTransaction`. The engine implements
 ``_begin(write)``, returning a new transaction, and ``_close()``. The
 transaction implements ``_get``, ``_put``, ``_delete``, ``_items``,
-``_commit`` and ``_abort``. The base classes do the rest: argument and state
+``_commit`` and ``_abort`` (and ``_get_many``, to batch reads, and
+``_delete_range``, to delete a range at once). The base classes do the rest: argument and state
 checks, writer serialization, the auto-commit engine methods, ``keys()``,
 context managers and invalidation on close. An engine that buffers writes can
 build its iteration from :func:`merge_overlay`. :class:`WrapperEngine`
@@ -68,6 +89,8 @@ nothing but speed.
 """
 
 from __future__ import annotations
+
+import importlib
 
 from centidb.engines import lmdb, writelog
 from centidb.engines.base import Engine, EngineTransaction, Transaction
@@ -97,6 +120,7 @@ __all__ = [
     'Transaction',
     'WrapperEngine',
     'WrapperTransaction',
+    'OPTIONAL_ENGINES',
     'get_engine_class',
     'merge_overlay',
 ]
@@ -121,12 +145,20 @@ ENGINES: dict[str, type[Engine]] = {
     'LmdbEngine': LmdbEngine,
 }
 
+#: Engines whose module is imported only when one is asked for by name,
+#: because they need an optional extra: name -> module. ``'EtcdEngine'``
+#: (``pip install centidb[etcd]``) is :class:`centidb.engines.etcd.EtcdEngine`.
+OPTIONAL_ENGINES: dict[str, str] = {
+    'EtcdEngine': 'centidb.engines.etcd',
+}
+
 
 def get_engine_class(name_or_class: str | type[Engine]) -> type[Engine]:
     """Return the engine class named `name_or_class` (see :data:`ENGINES`).
 
-    :param name_or_class: a name in :data:`ENGINES`, or an :class:`Engine`
-        subclass, which is returned as is.
+    :param name_or_class: a name in :data:`ENGINES` or
+        :data:`OPTIONAL_ENGINES` (whose module is imported now), or an
+        :class:`Engine` subclass, which is returned as is.
     :returns: the :class:`Engine` subclass.
     :raises ValueError: for an unknown name (the message lists the known
         ones).
@@ -142,7 +174,12 @@ def get_engine_class(name_or_class: str | type[Engine]) -> type[Engine]:
     try:
         return ENGINES[name_or_class]
     except KeyError:
-        known = ', '.join(sorted(ENGINES))
+        module = OPTIONAL_ENGINES.get(name_or_class)
+        if module is not None:
+            engine_class: type[Engine] = getattr(importlib.import_module(module),
+                                                 name_or_class)
+            return engine_class
+        known = ', '.join(sorted([*ENGINES, *OPTIONAL_ENGINES]))
         raise ValueError(
             f'unknown engine {name_or_class!r}; known engines: {known}'
         ) from None

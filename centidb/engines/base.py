@@ -1,31 +1,23 @@
 """The engine base classes: :class:`Engine` and :class:`EngineTransaction`.
 
 They hold what every engine shares: argument and state checks, the writer
-lock, the auto-commit engine methods and invalidation on close; and, for
-the engines on disk, the checks of a database directory before it is
-opened. The interface they implement is described in
+lock, the auto-commit engine methods and invalidation on close. (The checks
+of a database directory, for the engines on disk, are in
+:mod:`centidb.engines.paths`.) The interface they implement is described in
 :mod:`centidb.engines`.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
-import stat
 import threading
 import weakref
 from types import TracebackType
 from typing import (
-    Any, Callable, Generator, Iterable, Iterator, Literal, Mapping, NoReturn, Tuple, TypeVar,
+    Any, Callable, Generator, Iterable, Iterator, Literal, NoReturn, Tuple, TypeVar,
 )
 
-from centidb.errors import (
-    DatabaseNotFoundError,
-    DatabasePathError,
-    DatabasePermissionError,
-    EngineClosedError,
-    TransactionError,
-)
+from centidb.errors import EngineClosedError, TransactionError
 
 __all__ = ['Engine', 'EngineTransaction', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator']
 
@@ -56,126 +48,6 @@ def _bad_key(key: object) -> NoReturn:
     if type(key) is not bytes:
         _not_bytes('key', key)
     raise ValueError('key must not be empty: engines store non-empty keys only')
-
-
-def _file_on_path(path: str) -> str | None:
-    """The first existing one of ``path`` and its parents, if not a directory."""
-    path = os.path.abspath(path)
-    while not os.path.lexists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
-    return None if os.path.isdir(path) else path
-
-
-def _missing_parent(path: str) -> str | None:
-    """The parent directory of ``path`` if it does not exist, else None."""
-    parent = os.path.dirname(os.path.abspath(path))
-    return None if os.path.isdir(parent) else parent
-
-
-def _make_directories(path: str, what: str) -> None:
-    """``os.makedirs(path)``, raising a DatabasePathError that says why not."""
-    try:
-        os.makedirs(path, exist_ok=True)
-    except PermissionError as exc:
-        raise DatabasePermissionError(
-            f'cannot create the {what} database directory {path!r}: '
-            f'permission denied') from exc
-    except OSError as exc:
-        blocker = _file_on_path(path)
-        if blocker is not None:
-            raise DatabasePathError(
-                f'cannot create the {what} database directory {path!r}: '
-                f'{blocker!r} is a file, not a directory') from exc
-        raise DatabasePathError(
-            f'cannot create the {what} database directory {path!r}: {exc}'
-        ) from exc
-
-
-def _prepare_directory(path: str, *, what: str, create: bool, marker: str,
-                       own_name: Callable[[str], object],
-                       others: Mapping[str, tuple[str, str]]) -> bool:
-    """Check that ``path`` is a directory holding a ``what`` database.
-
-    Before a disk engine opens ``path``, this turns every wrong path into
-    an error that names it and what is wrong. If the database does not
-    exist and ``create`` is true, the directory (and its parents) is made.
-    Hidden files (``.name``) are ignored.
-
-    :param path: the database directory.
-    :param what: the database's name in messages (``'LevelDB'``).
-    :param create: true to create a missing database.
-    :param marker: the file whose presence means the database exists.
-    :param own_name: ``(name) -> bool``: is it a file the engine makes?
-    :param others: ``{file: (description, engine)}``: a file that marks
-        another kind of database, what that is and which engine opens it.
-    :returns: True if the database exists (``marker`` is there).
-    :raises ~centidb.errors.DatabaseNotFoundError: there is no database and
-        ``create`` is false.
-    :raises ~centidb.errors.DatabasePermissionError: this process may not
-        reach, read or create the directory.
-    :raises ~centidb.errors.DatabasePathError: ``path`` or a parent is a
-        file, or the directory holds another database or other files.
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except (FileNotFoundError, NotADirectoryError):
-        mode = None     # missing, or a parent is a file: told apart below
-    except PermissionError as exc:
-        raise DatabasePermissionError(
-            f'cannot reach the {what} database at {path!r}: permission '
-            f'denied on one of its parent directories') from exc
-    if mode is None:
-        blocker = _file_on_path(path)
-        if blocker is not None:
-            raise DatabasePathError(
-                f'no {what} database can be at {path!r}: {blocker!r} is a '
-                f'file, not a directory')
-        if not create:
-            parent = _missing_parent(path)
-            also = '' if parent is None else (
-                f' (its parent directory {parent!r} does not exist either)')
-            raise DatabaseNotFoundError(
-                f'no {what} database at {path!r}{also}; pass '
-                f'create_if_missing=True to create one')
-        _make_directories(path, what)
-        return False
-    if not stat.S_ISDIR(mode):
-        raise DatabasePathError(
-            f'{path!r} is a file, not a directory: {what} keeps each '
-            f'database in a directory of its own; pass the path of a '
-            f'database directory, or of a new one to create')
-    try:
-        names = os.listdir(path)
-    except PermissionError as exc:
-        raise DatabasePermissionError(
-            f'cannot open the {what} database at {path!r}: permission '
-            f'denied to read the directory') from exc
-    if marker in names:
-        return True
-    for name in sorted(others):
-        if name in names:
-            description, engine = others[name]
-            raise DatabasePathError(
-                f'{path!r} holds {description}, which {what} cannot open: '
-                f'open it with {engine}')
-    strangers = sorted(name for name in names
-                       if not name.startswith('.') and not own_name(name))
-    listed = ', '.join(map(repr, strangers[:5]))
-    if len(strangers) > 5:
-        listed += f' and {len(strangers) - 5} more'
-    if not create:
-        held = f' (it holds other files: {listed})' if strangers else ''
-        raise DatabaseNotFoundError(
-            f'no {what} database at {path!r}{held}; pass '
-            f'create_if_missing=True to create one')
-    if strangers:
-        raise DatabasePathError(
-            f'{path!r} holds no {what} database but other files ({listed}); '
-            f'not creating one among them: pass a new or empty directory')
-    return False
 
 
 def _check_bounds(lo: bytes | None, hi: bytes | None) -> None:
@@ -326,6 +198,29 @@ class EngineTransaction:
         if type(key) is not bytes or not key:
             _bad_key(key)
         self._delete(key)
+        self.writes += 1
+
+    def delete_range(self, lo: bytes | None, hi: bytes | None) -> None:
+        """Remove every key ``lo <= key < hi``, as deleting each of them would.
+
+        The bounds are those of :meth:`items` (``None``: unbounded; an empty
+        range deletes nothing), but both must be given. Engines may do it
+        without a round trip or a commit operation per key.
+
+        :param lo: the lowest key removed (``bytes``), or ``None``.
+        :param hi: the key at which to stop (kept), or ``None``.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        :raises ~centidb.errors.TransactionError: in a read-only transaction.
+        """
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        if not self.write:
+            raise TransactionError(
+                'delete_range() in a read-only transaction; use begin(write=True)')
+        _check_bounds(lo, hi)
+        if lo is not None and hi is not None and lo >= hi:
+            return
+        self._delete_range(lo, hi)
         self.writes += 1
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None,
@@ -522,6 +417,11 @@ class EngineTransaction:
     def _delete(self, key: bytes) -> None:
         raise NotImplementedError
 
+    def _delete_range(self, lo: bytes | None, hi: bytes | None) -> None:
+        """Delete key by key as it iterates (iterators survive writes); engines may do better."""
+        for key in self.keys(lo, hi):
+            self.delete(bytes(key))
+
     def _count(self, lo: bytes | None, hi: bytes | None) -> int:
         n = 0
         for _ in self._items(lo, hi, False):
@@ -602,6 +502,14 @@ class Engine:
 
     #: Longest key the engine can store, in bytes (None: no limit).
     max_key_size: int | None = None
+    #: Longest value the engine stores, in bytes (None: no limit).
+    max_value_size: int | None = None
+    #: Most puts and deletes one commit may hold (None: no limit).
+    max_txn_ops: int | None = None
+    #: Most bytes of keys and values one commit may write (None: no limit).
+    max_txn_bytes: int | None = None
+    #: When a transaction's snapshot is taken: ``'begin'`` or ``'first read'``.
+    snapshot_at: str = 'begin'
 
     def __init__(self) -> None:
         self._closed = False

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import collections
-from typing import Callable
+from typing import Callable, Iterable
 
 from centidb.engines.base import (
     _OPEN,
@@ -41,11 +41,17 @@ class WrapperTransaction(EngineTransaction):
     def _get(self, key: bytes) -> bytes | None:
         return self.inner.get(key)
 
+    def _get_many(self, keys: list[bytes]) -> list[bytes | None]:
+        return self.inner.get_many(keys)
+
     def _put(self, key: bytes, value: bytes) -> None:
         self.inner.put(key, value)
 
     def _delete(self, key: bytes) -> None:
         self.inner.delete(key)
+
+    def _delete_range(self, lo: bytes | None, hi: bytes | None) -> None:
+        self.inner.delete_range(lo, hi)
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         return self.inner.items(lo, hi, reverse)
@@ -97,6 +103,10 @@ class WrapperEngine(Engine):
         super().__init__()
         self.inner = inner
         self.max_key_size = inner.max_key_size
+        self.max_value_size = inner.max_value_size
+        self.max_txn_ops = inner.max_txn_ops
+        self.max_txn_bytes = inner.max_txn_bytes
+        self.snapshot_at = inner.snapshot_at
 
     def _describe(self) -> str:
         return f'{type(self).__name__}({self.inner._describe()})'
@@ -199,6 +209,15 @@ class TraceTransaction(WrapperTransaction):
         self.engine.record('txn.get', (key,))
         return super().get(key)
 
+    def get_many(self, keys: Iterable[bytes]) -> list[bytes | None]:
+        """Record ``('txn.get_many', (keys,))`` (`keys` as a list) and forward.
+
+        :param keys: as for :meth:`EngineTransaction.get_many`.
+        """
+        keys = list(keys)
+        self.engine.record('txn.get_many', (keys,))
+        return super().get_many(keys)
+
     def put(self, key: bytes, value: bytes) -> None:
         """Record ``('txn.put', (key, value))`` and forward.
 
@@ -215,6 +234,15 @@ class TraceTransaction(WrapperTransaction):
         """
         self.engine.record('txn.delete', (key,))
         super().delete(key)
+
+    def delete_range(self, lo: bytes | None, hi: bytes | None) -> None:
+        """Record ``('txn.delete_range', (lo, hi))`` and forward.
+
+        :param lo: as for :meth:`EngineTransaction.delete_range`.
+        :param hi: as for :meth:`EngineTransaction.delete_range`.
+        """
+        self.engine.record('txn.delete_range', (lo, hi))
+        super().delete_range(lo, hi)
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None,
               reverse: bool = False) -> ItemIterator:

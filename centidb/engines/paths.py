@@ -1,0 +1,153 @@
+"""Checks of a database directory, for the engines that keep one on disk.
+
+Before :class:`~centidb.engines.PlyvelEngine` or
+:class:`~centidb.engines.LmdbEngine` opens a path, :func:`prepare_directory`
+turns every wrong path (a file, a missing parent, another engine's
+database, a directory of unrelated files, no permission) into an error from
+:mod:`centidb.errors` that names the path and what is wrong with it. An
+engine of your own that keeps a database directory can use it too.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Callable, Mapping
+
+from centidb.errors import (
+    DatabaseNotFoundError,
+    DatabasePathError,
+    DatabasePermissionError,
+)
+
+__all__ = ['prepare_directory', 'make_directories', 'file_on_path']
+
+
+def file_on_path(path: str) -> str | None:
+    """Return the first existing one of `path` and its parents, if it is not a directory.
+
+    :param path: a path that may not exist yet.
+    :returns: the path of the file that stands where a directory is needed,
+        or ``None`` if the nearest existing one is a directory.
+    """
+    path = os.path.abspath(path)
+    while not os.path.lexists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return None if os.path.isdir(path) else path
+
+
+def _missing_parent(path: str) -> str | None:
+    """The parent directory of ``path`` if it does not exist, else None."""
+    parent = os.path.dirname(os.path.abspath(path))
+    return None if os.path.isdir(parent) else parent
+
+
+def make_directories(path: str, what: str) -> None:
+    """Create the directory `path` and its parents, as ``os.makedirs`` does.
+
+    :param path: the database directory to create (existing is fine).
+    :param what: the database's name in messages (``'LMDB'``).
+    :raises ~centidb.errors.DatabasePermissionError: permission denied.
+    :raises ~centidb.errors.DatabasePathError: it cannot be made, for example
+        because a parent is a file (the message names that file).
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+    except PermissionError as exc:
+        raise DatabasePermissionError(
+            f'cannot create the {what} database directory {path!r}: '
+            f'permission denied') from exc
+    except OSError as exc:
+        blocker = file_on_path(path)
+        if blocker is not None:
+            raise DatabasePathError(
+                f'cannot create the {what} database directory {path!r}: '
+                f'{blocker!r} is a file, not a directory') from exc
+        raise DatabasePathError(
+            f'cannot create the {what} database directory {path!r}: {exc}'
+        ) from exc
+
+
+def prepare_directory(path: str, *, what: str, create: bool, marker: str,
+                      own_name: Callable[[str], object],
+                      others: Mapping[str, tuple[str, str]]) -> bool:
+    """Check that `path` is a directory holding a `what` database.
+
+    If the database does not exist and `create` is true, the directory (and
+    its parents) is made. Hidden files (``.name``) are ignored.
+
+    :param path: the database directory.
+    :param what: the database's name in messages (``'LevelDB'``).
+    :param create: true to create a missing database.
+    :param marker: the file whose presence means the database exists.
+    :param own_name: ``(name) -> bool``: is it a file the engine makes?
+    :param others: ``{file: (description, engine)}``: a file that marks
+        another kind of database, what that is and which engine opens it.
+    :returns: True if the database exists (`marker` is there).
+    :raises ~centidb.errors.DatabaseNotFoundError: there is no database and
+        `create` is false.
+    :raises ~centidb.errors.DatabasePermissionError: this process may not
+        reach, read or create the directory.
+    :raises ~centidb.errors.DatabasePathError: `path` or a parent is a
+        file, or the directory holds another database or other files.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        mode = None     # missing, or a parent is a file: told apart below
+    except PermissionError as exc:
+        raise DatabasePermissionError(
+            f'cannot reach the {what} database at {path!r}: permission '
+            f'denied on one of its parent directories') from exc
+    if mode is None:
+        blocker = file_on_path(path)
+        if blocker is not None:
+            raise DatabasePathError(
+                f'no {what} database can be at {path!r}: {blocker!r} is a '
+                f'file, not a directory')
+        if not create:
+            parent = _missing_parent(path)
+            also = '' if parent is None else (
+                f' (its parent directory {parent!r} does not exist either)')
+            raise DatabaseNotFoundError(
+                f'no {what} database at {path!r}{also}; pass '
+                f'create_if_missing=True to create one')
+        make_directories(path, what)
+        return False
+    if not stat.S_ISDIR(mode):
+        raise DatabasePathError(
+            f'{path!r} is a file, not a directory: {what} keeps each '
+            f'database in a directory of its own; pass the path of a '
+            f'database directory, or of a new one to create')
+    try:
+        names = os.listdir(path)
+    except PermissionError as exc:
+        raise DatabasePermissionError(
+            f'cannot open the {what} database at {path!r}: permission '
+            f'denied to read the directory') from exc
+    if marker in names:
+        return True
+    for name in sorted(others):
+        if name in names:
+            description, engine = others[name]
+            raise DatabasePathError(
+                f'{path!r} holds {description}, which {what} cannot open: '
+                f'open it with {engine}')
+    strangers = sorted(name for name in names
+                       if not name.startswith('.') and not own_name(name))
+    listed = ', '.join(map(repr, strangers[:5]))
+    if len(strangers) > 5:
+        listed += f' and {len(strangers) - 5} more'
+    if not create:
+        held = f' (it holds other files: {listed})' if strangers else ''
+        raise DatabaseNotFoundError(
+            f'no {what} database at {path!r}{held}; pass '
+            f'create_if_missing=True to create one')
+    if strangers:
+        raise DatabasePathError(
+            f'{path!r} holds no {what} database but other files ({listed}); '
+            f'not creating one among them: pass a new or empty directory')
+    return False
