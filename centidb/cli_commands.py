@@ -15,8 +15,9 @@ import argparse
 import json
 import os
 import shutil
+import sys
 import tempfile
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from centidb import dumpformat
 from centidb.cli_common import (
@@ -238,12 +239,33 @@ def cmd_reindex(args: argparse.Namespace, out: IO[str]) -> int:
             raise CliError(f'no index of {args.collection!r} was added in this session: '
                            f'give --app MODULE:FUNCTION to add the index functions',
                            EXIT_USAGE)
-        for name in progress(names, desc='reindex', quiet=args.quiet, unit='index'):
+        for name in names:
             if name not in coll.indices:
                 raise CliError(f'index {name!r} of {args.collection!r} was not added: '
                                f'--app must add it', EXIT_USAGE)
-            coll.reindex(name)
+            bar = _records_bar(f'reindex {name}', coll.count, quiet=args.quiet)
+            try:
+                coll.reindex(name, progress=None if bar is None else bar.update)
+            finally:
+                if bar is not None:
+                    bar.close()
     return EXIT_OK
+
+
+def _records_bar(desc: str, count: Callable[[], int], *, quiet: bool) -> Any:
+    """A tqdm bar of records on stderr, as :func:`progress` shows one, or None.
+
+    :param desc: the bar's label.
+    :param count: returns the total (called only when a bar is shown).
+    :param quiet: no bar.
+    """
+    if quiet or not sys.stderr.isatty():
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(desc=desc, total=count(), unit='rec', file=sys.stderr, leave=False)
 
 
 # --- copies -----------------------------------------------------------------------------

@@ -272,15 +272,16 @@ class IndexSet:
     :param coll_name: the collection's name, for errors.
     :param index_ids: a ``dict`` from name to prefix id of every stored index.
     :param fill: ``fill(engine txn, func, index prefix, unique name or None,
-        replace)`` writes an index's entries for the records stored (with
-        `replace`, deleting its old entries first), or nothing if any fails.
+        replace, progress)`` writes an index's entries for the records stored
+        (with `replace`, in place of its old entries), or nothing if any
+        fails, calling ``progress(n)`` (if not None) as records are indexed.
     :param changed: called with no arguments after the added indexes change.
     """
 
     def __init__(self, coll: Indexed, txns: TxnManager, catalog: Catalog, coll_name: str,
                  index_ids: dict[str, int],
                  fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes, Optional[str],
-                                 bool], object],
+                                 bool, Optional[Callable[[int], object]]], object],
                  changed: Callable[[], object]) -> None:
         self.coll = coll
         self.txns = txns
@@ -298,13 +299,15 @@ class IndexSet:
         """The names of the stored indexes not added in this session."""
         return frozenset(self.ids) - frozenset(self.added)
 
-    def add(self, name: str, func: Callable[[Any], Any], unique: bool = False) -> Index:
+    def add(self, name: str, func: Callable[[Any], Any], unique: bool = False,
+            progress: Callable[[int], object] | None = None) -> Index:
         """Add (or re-add) the index `name`; see ``Collection.add_index``.
 
         :param name: the index's name.
         :param func: the index function.
         :param unique: whether no two records may share an index tuple; must
             agree with what is stored for an existing index.
+        :param progress: ``progress(n)`` as records are indexed, or None.
         :returns: the :class:`Index`.
         """
         self.txns.check_open()
@@ -338,7 +341,7 @@ class IndexSet:
             # Writes nothing unless every record's entries could be made (and,
             # for a unique index, differ), so a failure leaves a transaction
             # the caller owns as it was.
-            self.fill(etxn, func, index.prefix, name if unique else None, False)
+            self.fill(etxn, func, index.prefix, name if unique else None, False, progress)
             self.catalog.create_index(txn, self.coll_id, name, unique)
             # Bound before the commit, so no writer slips in between.
             self._bind(index)
@@ -381,10 +384,11 @@ class IndexSet:
         self.ids.pop(name, None)
         self.changed()
 
-    def rebuild(self, name: str) -> None:
+    def rebuild(self, name: str, progress: Callable[[int], object] | None = None) -> None:
         """Write the entries of the added index `name` again from the records.
 
         :param name: the index's name.
+        :param progress: ``progress(n)`` as records are indexed, or None.
         :raises ~centidb.errors.UnknownIndexError: if it is not added in this
             session (its function is needed).
         """
@@ -395,9 +399,9 @@ class IndexSet:
                                     f'added in this session; add_index() it first')
         with self.txns.writing() as txn:
             etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # open
-            # Nothing is deleted unless every new entry could be made.
+            # The old entries stay unless every new entry could be made.
             self.fill(etxn, index.func, index.prefix, index.name if index.unique else None,
-                      True)
+                      True, progress)
 
     def drop(self, name: str) -> None:
         """Delete the index `name` and its entries; see ``Collection.drop_index``.
@@ -437,7 +441,8 @@ class Indexed:
         @property
         def records(self) -> Records: ...
 
-    def add_index(self, name: str, func: Callable[[Any], Any], *, unique: bool = False) -> Index:
+    def add_index(self, name: str, func: Callable[[Any], Any], *, unique: bool = False,
+                  progress: Callable[[int], object] | None = None) -> Index:
         """Add (or, after a reopen, re-add) the index `name`; return it.
 
         A **unique** index refuses a write that would give a second record
@@ -452,13 +457,23 @@ class Indexed:
         :class:`~centidb.errors.IndexNotAddedError`. A new index on a
         collection that already holds records is filled in for them, in a
         write transaction of its own; if `func` raises meanwhile, the
-        exception propagates and the index is not created.
+        exception propagates and the index is not created. The fill reads
+        the records in key order and writes their entries every 1,000
+        records, so its own memory does not grow with the collection
+        (LevelDB and the in-memory engine hold a transaction's writes in
+        memory until it commits; LMDB does not).
 
         :param name: the index's name, a non-empty ``str``.
         :param func: ``func(record)`` returns ``None`` (no entry), a value or
             tuple (one entry), or a list (one entry per element).
         :param unique: no two records may have the same index tuple. Must
             agree with what is stored for an index that exists.
+        :param progress: called as ``progress(n)`` while existing records
+            are indexed, ``n`` being how many records were indexed since the
+            last call (every 1,000, then the rest); the calls add up to the
+            number of records. A ``tqdm`` bar's ``update`` fits
+            (``tqdm(total=coll.count())``). Not called when nothing is
+            filled in (an index that exists, or an empty collection).
         :returns: the :class:`Index`.
         :raises TypeError: for an empty or non-``str`` `name`, or a `func`
             that is not callable.
@@ -474,7 +489,9 @@ class Indexed:
             raise TypeError(f'index name must be a non-empty str, not {name!r}')
         if not callable(func):
             raise TypeError(f'index function for {name!r} must be callable')
-        return self._index_set.add(name, func, bool(unique))
+        if progress is not None and not callable(progress):
+            raise TypeError(f'progress must be callable or None, not {progress!r}')
+        return self._index_set.add(name, func, bool(unique), progress)
 
     def drop_index(self, name: str) -> None:
         """Delete the index `name` and all its entries from the store.
@@ -491,17 +508,27 @@ class Indexed:
         """
         self._index_set.drop(name)
 
-    def reindex(self, name: str) -> None:
-        """Rebuild the index `name`: delete its entries and write them again.
+    def reindex(self, name: str, *, progress: Callable[[int], object] | None = None) -> None:
+        """Rebuild the index `name`: make its entries again from the records.
 
         Repairs an index that :meth:`~centidb.store.Store.verify` reports as
         inconsistent (after a broken ``blind=True`` promise, or an index
         function that changed). Runs in this thread's open write transaction
-        or in one of its own.
+        or in one of its own. The new entries are written aside first, in
+        chunks as for :meth:`add_index`, then take the old ones' place: if
+        the index function raises, or a unique index finds a duplicate, the
+        exception propagates with the old entries untouched (and the
+        transaction usable).
 
         :param name: the name of an index added in this session.
+        :param progress: called as ``progress(n)`` while the records are
+            indexed, as for :meth:`add_index`.
         :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if no
             index `name` was added in this session.
+        :raises ~centidb.errors.UniqueError: (a unique index) if two records
+            have the same index tuple.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
-        self._index_set.rebuild(name)
+        if progress is not None and not callable(progress):
+            raise TypeError(f'progress must be callable or None, not {progress!r}')
+        self._index_set.rebuild(name, progress)

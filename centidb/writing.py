@@ -26,6 +26,7 @@ from centidb.engines import EngineTransaction
 from centidb.engines.base import ItemIterator
 from centidb.errors import IndexNotAddedError, KeyKindMismatchError, UniqueError
 from centidb.keylib import Key
+from centidb.limits import check_value_size
 from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key, delete_stale
 from centidb.savepoint import Savepoint
 from centidb.txn import Change, Transaction
@@ -320,6 +321,7 @@ class RecordWrites:
         else:
             entries = [head + entry_tail for head in heads]
         self.check_key_sizes(key, key_bytes, entries)
+        check_value_size(etxn, self.name, key, value)
         if self.unique:
             self.check_unique(etxn, key_bytes, entries, len(entry_tail))
         old_entries = None
@@ -381,7 +383,7 @@ class RecordWrites:
                 name = self.name
                 txn.changes += [Change(name, key, data) for key, data in zip(written, recs)]
             return written
-        savepoint = Savepoint(etxn)
+        savepoint = Savepoint(etxn, f'collection {self.name!r}: put_many() of {len(recs)} records')
         # It has the engine transaction methods the write paths use.
         through: EngineTransaction = savepoint  # type: ignore[assignment]
         # A txn_key_func is handed the store transaction: what it writes
@@ -479,51 +481,137 @@ class RecordWrites:
 
     def fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
                    index_prefix: bytes, unique_name: str | None = None,
-                   replace: bool = False) -> None:
+                   replace: bool = False,
+                   progress: Callable[[int], object] | None = None) -> None:
         """Write the entries of an index for every record of the collection.
 
-        Every entry is made (and, for a unique index, checked) before the
-        first write, so if `func` raises nothing is written or deleted.
+        Records are read in key order and their entries written every
+        ``FILL_CHUNK`` records, so memory does not grow with the
+        collection. If `func` raises, or a unique index finds two records
+        with the same index tuple, every entry written is deleted again
+        before the exception propagates: the transaction is left as it was.
+        A rebuild (`replace`) writes the new entries aside (under
+        `index_prefix` + ``ASIDE``, where no entry can be), checks
+        them, and only then replaces the old entries with them; so a failed
+        rebuild leaves the old entries untouched.
 
         :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
         :param func: the index function.
-        :param index_prefix: the index's prefix.
+        :param index_prefix: the index's prefix; without `replace` nothing
+            may be stored under it yet (a new index).
         :param unique_name: the index's name if it is unique, else None.
-        :param replace: delete the index's existing entries first (a
-            rebuild).
+        :param replace: replace the index's existing entries (a rebuild).
+        :param progress: called as ``progress(n)`` after each chunk of
+            records is indexed, `n` being the number of records since the
+            last call (a ``tqdm`` bar's ``update`` fits); the calls add up
+            to the number of records.
         :raises ~centidb.errors.UniqueError: (a unique index) if two records
-            have the same index tuple; nothing is written.
+            have the same index tuple; nothing is left written.
         """
+        target = index_prefix + ASIDE if replace else index_prefix
+        try:
+            self._write_index_entries(etxn, func, target, progress)
+            if unique_name is not None:
+                self._check_entries_unique(etxn, target, unique_name)
+        except BaseException:
+            # An engine that failed may have ended the transaction already.
+            if etxn.state == 'open':
+                delete_prefix(etxn, target)
+            raise
+        if replace:
+            _replace_entries(etxn, index_prefix, target)
+
+    def _write_index_entries(self, etxn: EngineTransaction, func: Callable[[Any], Any],
+                             target: bytes, progress: Callable[[int], object] | None) -> None:
+        """Write each record's entries under `target`, a chunk of records at a time."""
         lo, hi = keylib.prefix_range((), self.prefix)
-        specs = ((func, index_prefix),)
-        entries: list[bytes] = []
-        owners: dict[bytes, bytes] = {}     # packed tuple -> the first entry with it
+        specs = ((func, target),)
+        chunk: list[bytes] = []
+        done = 0
         for key_bytes, stored in self.items(etxn, lo, hi, False):
             data = self.decoded(key_bytes, stored)
-            tail = self.entry_tail(key_bytes)
-            made = records.index_entries(specs, data, tail)
-            if unique_name is not None:
-                for entry in made:
-                    head = entry[:-len(tail)]
-                    first = owners.setdefault(head, entry)
-                    if first != entry:
-                        raise self.unique_error(unique_name, index_prefix, first)
-            entries += made
-        # Every call of `func` has succeeded: only now write.
-        if replace:
-            delete_prefix(etxn, index_prefix)
-        for entry in entries:
-            etxn.put(entry, _EMPTY)
+            chunk += records.index_entries(specs, data, self.entry_tail(key_bytes))
+            done += 1
+            if done == FILL_CHUNK:
+                # The scan survives writes made through its transaction.
+                records.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+                chunk = []
+                done = 0
+                if progress is not None:
+                    progress(FILL_CHUNK)
+        if chunk:
+            records.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+        if done and progress is not None:
+            progress(done)
+
+    def _check_entries_unique(self, etxn: EngineTransaction, target: bytes,
+                              unique_name: str) -> None:
+        """Raise UniqueError if two entries under `target` have one index tuple.
+
+        Entries sort by index tuple, then record key: entries sharing a
+        tuple are neighbours, and the first of them names the record
+        reported as having it.
+        """
+        packs, unpacks_list = keylib.packs, keylib.unpacks_list
+        last_head = None
+        last_entry = b''
+        for entry in etxn.keys(target, keylib.next_prefix(target)):
+            head = packs(unpacks_list(entry, target)[0])
+            if head == last_head:
+                raise self.unique_error(unique_name, target, last_entry)
+            last_head, last_entry = head, entry
+
+
+#: Records :meth:`RecordWrites.fill_index` indexes between two writes (and
+#: two calls of its `progress`).
+FILL_CHUNK = 1000
+
+#: The byte after an index's prefix under which a rebuild writes its new
+#: entries aside: no entry has it there (an index tuple starts with a tag
+#: byte, or, when empty, with ``ENTRY_SEP``).
+ASIDE = b'\x00'
+
+
+def _replace_entries(etxn: EngineTransaction, prefix: bytes, aside: bytes) -> None:
+    """Make the entries under `prefix` those under `aside`, and delete `aside`'s.
+
+    Walks both (sorted alike) side by side: an old entry that is also new
+    stays untouched, a stale one is deleted, a new one written; each entry
+    under `aside` is deleted once seen.
+    """
+    skip = len(aside)
+    old = etxn.keys(prefix + ENTRY_SEP, keylib.next_prefix(prefix))
+    new = etxn.keys(aside, keylib.next_prefix(aside))
+    try:
+        stale = next(old, None)
+        made = next(new, None)
+        while made is not None:
+            entry = prefix + made[skip:]
+            while stale is not None and stale < entry:
+                etxn.delete(stale)
+                stale = next(old, None)
+            if stale == entry:
+                stale = next(old, None)
+            else:
+                etxn.put(entry, _EMPTY)
+            etxn.delete(made)
+            made = next(new, None)
+        while stale is not None:
+            etxn.delete(stale)
+            stale = next(old, None)
+    finally:
+        old.close()
+        new.close()
 
 
 def delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
     """Delete every engine key that starts with `prefix` (an index's or a collection's).
 
-    Deletes as it iterates (engine iterators survive writes), so a large
-    range is not held in memory.
+    One :meth:`~centidb.engines.EngineTransaction.delete_range`: engines
+    that delete key by key do it as they iterate, so a large range is not
+    held in memory; a networked engine sends one range delete.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
     :param prefix: the prefix.
     """
-    for key_bytes in etxn.keys(prefix, keylib.next_prefix(prefix)):
-        etxn.delete(bytes(key_bytes))
+    etxn.delete_range(prefix, keylib.next_prefix(prefix))

@@ -438,3 +438,94 @@ def test_lmdb_write_frees_a_killed_readers_snapshot(tmp_path):
         assert data.stat().st_size - before < pinned // 10
     finally:
         eng.close()
+
+
+# --- page fill: long put lists in key order (MDB_APPEND), repacked copies ---------------
+
+def _random_pairs(n, seed, value=b'v' * 60):
+    import random
+    rng = random.Random(seed)
+    return [(b'k%08d' % rng.randrange(10 ** 8), value) for _ in range(n)]
+
+
+def test_lmdb_long_put_lists_match_a_model(tmp_path):
+    """In key order or not, appended past the last key or not: the same result as put()."""
+    pytest.importorskip('lmdb')
+    with LmdbEngine(tmp_path / 'db', sync=False) as eng:
+        model = {}
+        with eng.begin(write=True) as txn:
+            for key, value in [(b'k5', b'old'), (b'zz', b'last'), (b'a', b'first')]:
+                txn.put(key, value)
+                model[key] = value
+        batches = [_random_pairs(500, 1), _random_pairs(300, 2)]
+        batches[0] += [(b'k5', b'new'), (b'zz', b'newer'), (b'zzz', b'1'), (b'zzz', b'2'),
+                       (b'a', b'again')]   # existing keys, the last key, a repeat
+        batches.append([(b'zzzz%04d' % i, b'%d' % i) for i in range(200, 0, -1)])  # descending
+        batches.append([(b'k%08d' % i, b'x') for i in range(0, 10 ** 8, 10 ** 6)]   # ascending:
+                       + [(b'zz', b'z'), (b'zzz', b'3')]                          # up to the last
+                       + [(b'zzzzz%04d' % i, b'%d' % i) for i in range(100)])      # and past it
+        with eng.begin(write=True) as txn:
+            txn._put_many(batches[0])
+            txn.writes += len(batches[1])
+            txn._fast_put_many(batches[1])
+            assert txn.get(b'zzz') == b'2'
+            txn._put_many(batches[2])
+            txn._put_many(batches[3])
+            txn._put_many([(b'short', b'list')])
+        for batch in batches + [[(b'short', b'list')]]:
+            model.update(batch)
+        assert list(eng.items()) == sorted(model.items())
+        assert eng.get(b'k5') == b'new' and eng.get(b'a') == b'again'
+
+
+def test_lmdb_a_long_put_list_in_key_order_fills_its_pages(tmp_path):
+    """Appended (MDB_APPEND): no more pages than puts in key order, 2/3 of random ones."""
+    pytest.importorskip('lmdb')
+    pairs = sorted(dict(_random_pairs(6000, 3)).items())
+    shuffled = _random_pairs(6000, 3)
+    pages = {}
+    for name in ('random', 'in order', 'bulk'):
+        with LmdbEngine(tmp_path / name, sync=False) as eng:
+            with eng.begin(write=True) as txn:
+                txn.put(b'a', b'before them all')
+                if name == 'bulk':
+                    for first in range(0, len(pairs), 1000):
+                        txn._put_many(pairs[first:first + 1000])
+                else:
+                    for key, value in shuffled if name == 'random' else pairs:
+                        txn.put(key, value)
+            pages[name] = eng._env.stat()['leaf_pages']
+            assert list(eng.items()) == [(b'a', b'before them all')] + pairs
+    assert pages['bulk'] <= pages['in order'] and pages['bulk'] < 0.8 * pages['random']
+
+
+@pytest.mark.parametrize('repack', [True, False])
+def test_lmdb_backup_copies_every_key(tmp_path, repack):
+    pytest.importorskip('lmdb')
+    pairs = _random_pairs(3000, 4)
+    with LmdbEngine(tmp_path / 'db', sync=False) as eng:
+        with eng.begin(write=True) as txn:
+            for key, value in pairs:
+                txn.put(key, value)
+        eng.backup(tmp_path / 'copy', repack=repack)
+        with pytest.raises(DatabasePathError, match='already holds'):
+            eng.backup(tmp_path / 'copy', repack=repack)
+        eng.backup(tmp_path / 'plain', compact=False)
+        expected = list(eng.items())
+    assert os.listdir(tmp_path / 'copy') == ['data.mdb']
+    with LmdbEngine(tmp_path / 'copy') as copy:
+        assert list(copy.items()) == expected
+        copy.put(b'k', b'writable')
+        assert copy.get(b'k') == b'writable'
+    size = os.path.getsize(tmp_path / 'copy' / 'data.mdb')
+    plain = os.path.getsize(tmp_path / 'plain' / 'data.mdb')
+    if repack:
+        assert size < 0.8 * plain       # full pages, against two thirds full
+
+
+def test_lmdb_backup_of_an_empty_store(tmp_path):
+    pytest.importorskip('lmdb')
+    with LmdbEngine(tmp_path / 'db', sync=False) as eng:
+        eng.backup(tmp_path / 'copy')
+    with LmdbEngine(tmp_path / 'copy') as copy:
+        assert list(copy.items()) == []

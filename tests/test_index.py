@@ -16,11 +16,13 @@ import centidb
 from centidb import keylib
 from centidb.errors import (
     CentiError, IndexInconsistentError, IndexNotAddedError, TransactionError,
-    UnknownIndexError,
+    UniqueError, UnknownIndexError,
 )
+from centidb.writing import ASIDE, FILL_CHUNK
 
 from stores import (
-    by_id, contents, engine_keys, fails_cleanly, list_store, people, tag_of,
+    ENGINE_NAMES, by_id, contents, engine_keys, fails_cleanly, list_store, open_store,
+    people, tag_of,
 )
 
 
@@ -417,3 +419,127 @@ def test_index_re_added_after_reopen_allows_writes(reopen):
         tags = docs.add_index('tag', tag_of)
         docs.put({'id': 1, 'tag': 'b'})
         assert list(tags.pairs()) == [(('b',), (1,))]
+
+
+# --- filling an index in chunks: progress, failures, rebuilds -------------------------
+
+#: More records than two of fill_index's chunks, so a build writes before it fails.
+MANY = 2 * FILL_CHUNK + FILL_CHUNK // 2
+
+
+@pytest.fixture(params=ENGINE_NAMES)
+def many(request, tmp_path):
+    """A collection of MANY records on each engine (no index yet)."""
+    store = open_store(request.param, tmp_path)
+    coll = store.collection('many', key_func=by_id)
+    coll.put_many([{'id': i, 'tag': f't{i % 7}', 'mail': f'm{i}'} for i in range(MANY)])
+    yield coll
+    store.close()
+
+
+def test_add_index_reports_progress_in_chunks(many):
+    calls = []
+    tags = many.add_index('tag', tag_of, progress=calls.append)
+    assert calls == [FILL_CHUNK, FILL_CHUNK, MANY - 2 * FILL_CHUNK]
+    assert tags.count() == MANY
+    assert many.store.verify() == []
+    again = []
+    many.reindex('tag', progress=again.append)
+    assert again == calls
+    assert many.store.verify() == []
+
+
+def test_add_index_progress_is_not_called_without_records(store):
+    coll = store.collection('empty', key_func=by_id)
+    calls = []
+    coll.add_index('tag', tag_of, progress=calls.append)
+    coll.reindex('tag', progress=calls.append)
+    assert calls == []
+
+
+def test_progress_must_be_callable(docs):
+    before = contents(docs.store)
+    with pytest.raises(TypeError, match='progress must be callable'):
+        docs.add_index('other', tag_of, progress=3)
+    with pytest.raises(TypeError, match='progress must be callable'):
+        docs.reindex('tag', progress='bar')
+    assert 'other' not in docs.indices
+    assert contents(docs.store) == before
+
+
+def test_add_index_failing_after_chunks_were_written_leaves_nothing(many):
+    """The function raises once two chunks of entries are written: they are deleted."""
+    store = many.store
+
+    def late(rec):
+        if rec['id'] == MANY - 10:
+            raise ValueError('cannot index this record')
+        return rec['tag']
+    calls = []
+    fails_cleanly(store, ValueError, lambda: many.add_index('late', late, progress=calls.append))
+    assert calls == [FILL_CHUNK, FILL_CHUNK] and 'late' not in many.indices
+    with store.begin(write=True) as txn:        # the same, inside the caller's transaction
+        many.put({'id': MANY, 'tag': 'x', 'mail': 'new'}, txn=txn)
+        before = contents(store, txn)
+        with pytest.raises(ValueError):
+            many.add_index('late', late)
+        assert contents(store, txn) == before
+    assert many.get(MANY)['mail'] == 'new' and store.verify() == []
+
+
+def test_unique_add_index_finds_duplicates_chunks_apart(many):
+    many.put({'id': MANY + 5, 'tag': 'x', 'mail': 'm3'})     # m3 again, far from (3,)
+    error = fails_cleanly(many.store, UniqueError,
+                          lambda: many.add_index('mail', lambda r: r['mail'], unique=True))
+    assert (error.index, error.value, error.key) == ('mail', ('m3',), (3,))
+    assert 'mail' not in many.indices
+    many.delete(MANY + 5)
+    assert many.add_index('mail', lambda r: r['mail'], unique=True).count() == MANY
+
+
+@pytest.mark.parametrize('unique', [False, True])
+def test_reindex_replaces_changed_entries_and_keeps_the_rest(many, unique):
+    version = [1]
+
+    def mail(rec):      # version 2 changes the tuple of every third record
+        if version[0] == 2 and rec['id'] % 3 == 0:
+            return rec['mail'].upper()
+        return rec['mail']
+    index = many.add_index('mail', mail, unique=unique)
+    version[0] = 2
+    many.reindex('mail')
+    assert sorted(index.pairs()) == sorted(
+        ((mail({'id': i, 'mail': f'm{i}'}),), (i,)) for i in range(MANY))
+    prefix = index.prefix
+    assert not [key for key in engine_keys(many.store, prefix)
+                if key[len(prefix):].startswith(ASIDE)]
+    assert many.store.verify() == []
+
+
+@pytest.mark.parametrize('unique', [False, True])
+def test_a_failed_reindex_after_chunks_leaves_every_old_entry(many, unique):
+    version = [1]
+
+    def mail(rec):
+        if version[0] == 1:
+            return rec['mail']
+        if not unique and rec['id'] == MANY - 3:
+            raise ValueError('cannot index this record')
+        return 'same' if rec['id'] in (1, MANY - 3) else rec['mail'].upper()
+    index = many.add_index('mail', mail, unique=unique)
+    store = many.store
+    before = contents(store)
+    version[0] = 2
+    fails_cleanly(store, UniqueError if unique else ValueError, lambda: many.reindex('mail'))
+    with store.begin(write=True) as txn:        # joined: the transaction stays usable
+        version[0] = 1
+        many.put({'id': MANY, 'tag': 'x', 'mail': 'new'}, txn=txn)
+        version[0] = 2
+        with pytest.raises(UniqueError if unique else ValueError):
+            many.reindex('mail')
+        assert index.get('NEW', txn=txn) is None and index.get('new', txn=txn)['id'] == MANY
+    after = contents(store)
+    assert [pair for pair in after if pair not in before] and all(
+        pair in after for pair in before)
+    version[0] = 1
+    assert len(after) == len(before) + 2 and store.verify() == []

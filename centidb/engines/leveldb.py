@@ -6,7 +6,7 @@ import collections
 import itertools
 import os
 import re
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Generator, Iterator
 
 from centidb.engines.base import (
     _OPEN,
@@ -15,9 +15,10 @@ from centidb.engines.base import (
     Item,
     ItemIterator,
     _bad_key,
+    _chunk_sizes,
     _check_bounds,
-    _prepare_directory,
 )
+from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.engines.writelog import TOMBSTONE, _WriteLog, merge_overlay
 from centidb.errors import (
     DatabaseLockedError,
@@ -221,9 +222,9 @@ class PlyvelEngine(Engine):
 
 
 class _PlyvelTransaction(_WriteLog, EngineTransaction):
-    """A plyvel snapshot; if writing, also the log of pending writes.
+    """A plyvel snapshot; if writing, also the pending writes (see ``_WriteLog``).
 
-    ``commit()`` writes the log in one atomic WriteBatch. Seeks (``first``)
+    ``commit()`` moves them into one atomic WriteBatch. Seeks (``first``)
     reuse one snapshot iterator while there are no pending writes.
     """
 
@@ -237,13 +238,13 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
         if write:
             self._start_log()
         else:
-            self._log = None
+            self._pending = None
             self._fast_get = self._snapshot.get
 
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
               reverse: bool = False) -> Item | None:
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
-        if self._log or self._state is not _OPEN or self.engine._closed:
+        if self._pending or self._state is not _OPEN or self.engine._closed:
             return super().first(lo, hi, reverse)
         _check_bounds(lo, hi)
         it = self._seeker
@@ -272,32 +273,67 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         base = _plyvel_items(self._snapshot, lo, hi, reverse)
-        if self._log is None:
+        if self._pending is None:
             return base
         return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
 
+    def _item_chunks(self, lo: bytes | None, hi: bytes | None,
+                     reverse: bool) -> Generator[list[Item], None, None]:
+        if self._pending is not None:
+            yield from super()._item_chunks(lo, hi, reverse)
+            return
+        # No pending writes: plyvel's own iterator fills each list, with no
+        # Python step per pair.
+        if reverse:
+            pairs = self._snapshot.iterator(stop=hi, reverse=True)
+        else:
+            pairs = self._snapshot.iterator(start=lo, stop=hi)
+        try:
+            for size in _chunk_sizes():
+                chunk = list(itertools.islice(pairs, size))
+                if reverse and lo is not None and chunk and chunk[-1][0] < lo:
+                    end = len(chunk)
+                    while end and chunk[end - 1][0] < lo:
+                        end -= 1
+                    del chunk[end:]
+                    if chunk:
+                        yield chunk
+                    return
+                if chunk:
+                    yield chunk
+                if len(chunk) < size:
+                    return
+        finally:
+            pairs.close()
+
     def _commit(self) -> None:
         try:
-            if self._log:
+            if self._pending:
                 batch = self.engine._db.write_batch(sync=self.engine.sync)
-                put, delete = batch.put, batch.delete
-                if not self._log_deletes:
-                    # The loop runs in C: no bytecode per write.
-                    collections.deque(itertools.starmap(put, self._log), maxlen=0)
-                else:
-                    for key, value in self._log:
-                        if value is TOMBSTONE:
-                            delete(key)
-                        else:
-                            put(key, value)
+                self._fill_batch(batch)
+                # The pending writes are gone: the batch is their only copy.
                 batch.write()
         finally:
             self._abort()
 
+    def _fill_batch(self, batch: _PlyvelWriteBatch) -> None:
+        """Move the pending writes into `batch`, freeing each once copied."""
+        deletes = self._deletes
+        pending = self._drain()
+        if not deletes:
+            # The loop runs in C: no bytecode per write.
+            collections.deque(itertools.starmap(batch.put, pending), maxlen=0)
+        else:
+            put, delete = batch.put, batch.delete
+            for key, value in pending:
+                if value is TOMBSTONE:
+                    delete(key)
+                else:
+                    put(key, value)
+
     def _abort(self) -> None:
         self._fast_get = None
-        if self._log is not None:
-            self._drop_log()
+        self._drop_log()
         if self._seeker is not None:
             self._seeker.close()
             self._seeker = None

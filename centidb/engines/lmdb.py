@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 import collections
 import itertools
+import operator
 import os
 import sys
 import threading
@@ -23,11 +24,11 @@ from centidb.engines.base import (
     _bad_key,
     _check_bounds,
     _chunk_sizes,
-    _file_on_path,
-    _make_directories,
     _not_bytes,
-    _prepare_directory,
 )
+from centidb.engines.paths import file_on_path as _file_on_path
+from centidb.engines.paths import make_directories as _make_directories
+from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
@@ -251,21 +252,30 @@ class LmdbEngine(Engine):
             raise self._closed_error()
         return self._env.info()['map_size']
 
-    def backup(self, dest: str | os.PathLike[str], *, compact: bool = True) -> None:
+    def backup(self, dest: str | os.PathLike[str], *, compact: bool = True,
+               repack: bool = True) -> None:
         """Write a consistent copy of the database to the directory `dest`.
 
-        LMDB copies one read snapshot, so other threads and processes may
-        keep writing meanwhile; the copy holds exactly what was committed
-        when it began. With `compact` (the default) free pages are left out
-        and the copy is as small as its data: LMDB reuses freed pages but
-        never shrinks its data file, so a compacting copy is how an LMDB
-        store is compacted. `dest` is created if missing and must not hold a
+        The copy is of one read snapshot, so other threads and processes may
+        keep writing meanwhile; it holds exactly what was committed when it
+        began. With `compact` (the default) free pages are left out and the
+        copy is as small as its data: LMDB reuses freed pages but never
+        shrinks its data file, so a compacting copy is how an LMDB store is
+        compacted. `dest` is created if missing and must not hold a
         database; the copy is a ``data.mdb`` in it (openable as
         ``LmdbEngine(dest)``).
 
+        With `repack` too (the default), the copy is written key by key in
+        order, appended (``MDB_APPEND``), so its pages are full: keys
+        written in random order leave LMDB's pages about two thirds full,
+        and a copy that keeps the pages as they are (``repack=False``,
+        LMDB's own compacting copy) keeps that. A repacked store is about a
+        third smaller; its first writes after split more pages.
+
         :param dest: the directory to write the copy into.
         :param compact: leave out free pages (``mdb_env_copy2`` with
-            ``MDB_CP_COMPACT``).
+            ``MDB_CP_COMPACT``, unless `repack`).
+        :param repack: with `compact`, fill the copy's pages.
         :raises ~centidb.errors.DatabasePathError: if `dest` already holds a
             ``data.mdb``, or is not a directory.
         :raises ~centidb.errors.EngineError: if LMDB cannot write the copy.
@@ -278,11 +288,34 @@ class LmdbEngine(Engine):
             raise DatabasePathError(f'{dest!r} already holds an LMDB database')
         try:
             os.makedirs(dest, exist_ok=True)
-            self._env.copy(dest, compact=compact)
+            if compact and repack:
+                self._repacked_copy(dest)
+            else:
+                self._env.copy(dest, compact=compact)
         except (FileExistsError, NotADirectoryError) as exc:
             raise DatabasePathError(f'cannot back up to {dest!r}: {exc}') from exc
         except (lmdb.Error, OSError) as exc:
             raise EngineError(f'cannot back up {self.path!r} to {dest!r}: {exc}') from exc
+
+    def _repacked_copy(self, dest: str) -> None:
+        """Write every key of one snapshot into a new ``dest/data.mdb``, appending."""
+        with self.begin() as snapshot:
+            pairs = snapshot._txn.cursor().iternext()  # type: ignore[attr-defined]
+            copy = lmdb.open(dest, map_size=self._env.info()['map_size'], subdir=True,
+                             lock=False, sync=False, metasync=False)
+            try:
+                while True:
+                    with copy.begin(write=True) as txn:
+                        # C iterators and putmulti: no Python step per key.
+                        consumed, added = txn.cursor().putmulti(
+                            itertools.islice(pairs, _REPACK_CHUNK), append=True)
+                    if added != consumed:   # never: a snapshot iterates in order
+                        raise EngineError(f'{self.path!r} yielded keys out of order')
+                    if consumed < _REPACK_CHUNK:
+                        break
+                copy.sync(True)
+            finally:
+                copy.close()
 
     def _begin(self, write: bool, retry: bool = True) -> EngineTransaction:
         if write:
@@ -421,7 +454,10 @@ class _LmdbTransaction(EngineTransaction):
         self._cursor: lmdb.Cursor[bytes] | None = None  # reused by first() and _put_many()
         self._fast_get = txn.get
         if write:
-            self._fast_put_many = self._shared_cursor().putmulti
+            self._putmulti = self._shared_cursor().putmulti
+            # One record's keys: putmulti itself (C). Long lists take
+            # _put_many, which may append.
+            self._fast_put_many = self._putmulti
 
     def _shared_cursor(self) -> lmdb.Cursor[bytes]:
         if self._cursor is None:
@@ -461,9 +497,39 @@ class _LmdbTransaction(EngineTransaction):
             self._refuse_write()
         self.writes += len(pairs)   # first: a failure may have written some
         try:
-            self._shared_cursor().putmulti(pairs)
+            self._put_pairs(pairs)
         except lmdb.Error as exc:
             self._put_many_failed(exc, pairs)
+
+    def _put_pairs(self, pairs: list[Item]) -> None:
+        """Store `pairs` (unchecked); a long run in key order past the last key is appended.
+
+        LMDB splits a full page in the middle unless the new key goes at
+        its end, so keys written in random order leave pages about two
+        thirds full, and keys written in order nearly full. With
+        ``MDB_APPEND`` a key greater than every key stored goes at the end
+        without a search, and fills the last page to the brim: so a long
+        list whose keys ascend (a bulk load of sorted records, or of a
+        counter's keys, with no index) is appended from the first key past
+        the last key stored. Other lists are written as they come: sorting
+        a list in Python costs more than LMDB saves.
+        """
+        if len(pairs) < _APPEND_AT_LEAST or not all(map(
+                operator.lt, map(_first, pairs), map(_first, itertools.islice(pairs, 1, None)))):
+            self._putmulti(pairs)
+            return
+        cursor = self._shared_cursor()
+        start = 0
+        if cursor.last():
+            # The first pair whose key sorts after the last key stored.
+            start = bisect.bisect_left(pairs, (cursor.key() + b'\x00',))
+            if start:
+                self._putmulti(pairs[:start])
+        tail = pairs[start:] if start else pairs
+        if tail:
+            _, added = self._putmulti(tail, append=True)
+            if added != len(tail):  # never: each key sorts after the one before
+                self._putmulti(tail)
 
     def _put_many_failed(self, exc: Exception, pairs: list[Item]) -> NoReturn:
         if not isinstance(exc, lmdb.Error):
@@ -604,7 +670,15 @@ class _LmdbTransaction(EngineTransaction):
             # None once ended: every method checks the state before using _txn.
             self._txn = None  # type: ignore[assignment]
             self._cursor = self._fast_get = self._fast_put_many = None
+            self._putmulti = None  # type: ignore[assignment]  # used only while open
             self.engine._release_active()
+
+
+#: ``_put_pairs`` appends lists of at least this many pairs (when in key order).
+_APPEND_AT_LEAST = 64
+_first = operator.itemgetter(0)
+#: Keys a repacked copy writes per transaction (bounding its dirty pages).
+_REPACK_CHUNK = 100_000
 
 
 def _reader_slots(table: str) -> collections.Counter[int]:

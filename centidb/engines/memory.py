@@ -255,7 +255,7 @@ class _MemoryWriteTransaction(_WriteLog, EngineTransaction):
         return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
 
     def _commit(self) -> None:
-        pending = self._pending_writes() if self._log else None
+        pending = self._pending
         self._drop_log()
         if pending:
             self.engine._apply(pending)

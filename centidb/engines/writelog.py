@@ -1,13 +1,15 @@
 """Pending writes kept in memory, and merging them over a snapshot.
 
 :func:`merge_overlay` iterates committed data with pending writes applied;
-:data:`TOMBSTONE` marks a pending delete. ``_WriteLog`` is the write log the
-in-memory and LevelDB write transactions share.
+:data:`TOMBSTONE` marks a pending delete. ``_WriteLog`` keeps the pending
+writes of the in-memory and LevelDB write transactions: one dict entry per
+key written, holding the caller's objects.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 from typing import Any, Callable, Iterator, Union
 
 from sortedcontainers import SortedDict
@@ -109,27 +111,30 @@ def merge_overlay(overlay: SortedDict[bytes, _Pending], base: Iterator[Item],
 class _WriteLog(EngineTransaction):
     """Base of write transactions that keep their writes in memory.
 
-    ``_log`` lists every write in order as ``(key, value or TOMBSTONE)``:
-    appending is the cheapest thing a write can do, and a transaction that
-    only writes needs nothing else. Reads need a lookup table: ``_pending``
-    (key -> latest value) is built from the log on the first read after a
-    write, then kept in step, and so is the SortedDict ``_sorted`` on the
-    first iteration. Subclasses set ``_read_committed``, the getter of the
-    data as of ``begin()``; ``_log`` is None in a read-only transaction.
+    ``_pending`` maps each written key to its latest value, or to
+    :data:`TOMBSTONE` for a delete. It holds the very ``bytes`` objects the
+    caller passed, and nothing per write besides its table entry: no tuple,
+    no log of superseded writes, no copy. A write is one dict update
+    (``_fast_put_many`` is the dict's own ``update``, which runs in C), a
+    read one lookup. Deleting a key that only this transaction wrote drops
+    its entry, rather than keep a tombstone. The first iteration turns the
+    dict into a :class:`~sortedcontainers.SortedDict`, kept from then on.
+    An engine that commits through a batch empties the table with
+    :meth:`_drain` as it copies it, so each write's objects are freed once
+    copied and the commit's peak memory stays near that of the batch alone.
+
+    Subclasses set ``_read_committed``, the getter of the data as of
+    ``begin()``; ``_pending`` is None in a read-only transaction, and after
+    the transaction ends.
     """
 
     _read_committed: Callable[[bytes], bytes | None]
-    _log: list[tuple[bytes, _Pending]] | None
-    _pending: dict[bytes, _Pending] | None
-    _sorted: SortedDict[bytes, _Pending] | None
+    _pending: dict[bytes, _Pending] | SortedDict[bytes, _Pending] | None
 
     def _start_log(self) -> None:
-        self._log = []
-        self._pending = None
-        self._sorted = None
-        self._log_deletes = False   # whether the log holds a TOMBSTONE
-        # Until a read needs the lookup table, a write is just an extend.
-        self._fast_put_many = self._log.extend
+        self._pending = {}
+        self._deletes = False   # whether a TOMBSTONE was ever written
+        self._fast_put_many = self._pending.update
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
@@ -137,57 +142,68 @@ class _WriteLog(EngineTransaction):
             self._raise_unusable()
         if type(key) is not bytes or not key:
             _bad_key(key)
-        if self._log:
-            value = self._pending_writes().get(key)
+        if self._pending:
+            value = self._pending.get(key)
             if value is not None:
                 return None if value is TOMBSTONE else value
         return self._read_committed(key)
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
-        if self._log is None or self._state is not _OPEN:
+        if self._pending is None or self._state is not _OPEN:
             self._refuse_write()
         if type(key) is not bytes or not key:
             _bad_key(key)
         if type(value) is not bytes:
             _not_bytes('value', value)
-        self._remember(key, value)
+        self._pending[key] = value
         self.writes += 1
 
     def _delete(self, key: bytes) -> None:
-        self._log_deletes = True
-        self._remember(key, TOMBSTONE)
-
-    def _remember(self, key: bytes, value: _Pending) -> None:
-        # Callers checked that the log is there (a write transaction's).
-        self._log.append((key, value))  # type: ignore[union-attr]
-        if self._pending is not None:
-            self._pending[key] = value
-            if self._sorted is not None:
-                self._sorted[key] = value
+        # Callers checked that this is an open write transaction.
+        pending: dict[bytes, _Pending] = self._pending  # type: ignore[assignment]
+        if key in pending and self._read_committed(key) is None:
+            # Written in this transaction only: forgetting it deletes it.
+            del pending[key]
+        else:
+            self._deletes = True
+            pending[key] = TOMBSTONE
 
     def _put_many(self, pairs: list[Item]) -> None:
-        if self._log is None or self._state is not _OPEN:
+        if self._pending is None or self._state is not _OPEN:
             self._refuse_write()
-        self._log += pairs
-        if self._pending is not None:
-            self._pending.update(pairs)
-            if self._sorted is not None:
-                self._sorted.update(pairs)
+        self._pending.update(pairs)
         self.writes += len(pairs)
 
-    def _pending_writes(self) -> dict[bytes, _Pending]:
-        """The latest pending value of each written key (a dict)."""
-        if self._pending is None:
-            self._pending = dict(self._log)  # type: ignore[arg-type]  # not None
-            self._fast_put_many = None   # writes must now update the table
-        return self._pending
-
     def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
-        """The pending writes as a SortedDict (made once, then kept)."""
-        if self._sorted is None:
-            self._sorted = SortedDict(self._pending_writes())
-        return self._sorted
+        """The pending writes as a SortedDict, which they stay from now on."""
+        pending = self._pending
+        if isinstance(pending, SortedDict):
+            return pending
+        # Made from the dict, which is then dropped: never both at once.
+        made: SortedDict[bytes, _Pending] = SortedDict(pending or ())
+        self._pending = made
+        self._fast_put_many = made.update
+        return made
+
+    def _drain(self) -> Iterator[tuple[bytes, _Pending]]:
+        """Take the pending writes away, yielding each as it is removed.
+
+        Yields every ``(key, value or TOMBSTONE)`` once, in no particular
+        order (the latest write of each key, so order does not matter), and
+        drops each pair from the table as it goes: a consumer that keeps
+        only a compact copy (a write batch) frees the objects meanwhile.
+        Afterwards the transaction holds no pending writes and refuses more.
+        """
+        pending = self._pending
+        self._drop_log()
+        if not pending:
+            return iter(())
+        # A SortedDict: a plain copy, so the sorted list of keys is dropped.
+        table = pending if type(pending) is dict else dict(pending)
+        # popitem() from the end until it is empty, driven in C by islice;
+        # when the consumer is done, the emptied table goes with the iterator.
+        return itertools.islice(iter(table.popitem, None), len(table))
 
     def _drop_log(self) -> None:
-        self._log = self._pending = self._sorted = self._fast_put_many = None
+        self._pending = self._fast_put_many = None
