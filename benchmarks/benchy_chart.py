@@ -1,12 +1,18 @@
 """Draw benchy.csv as a bar chart: records/s by engine and mode, baselines beside.
 
-Usage: python benchmarks/benchy_chart.py benchy.csv docs/_static/benchy.png
+Usage: python benchmarks/benchy_chart.py benchy.csv docs/benchy.png
 
-One panel per mode; in each, one bar per backend (sqlite3 and the raw engine
-loops in grey, centidb's engines in colour), labelled with thousands of
-records per second and, for centidb, the ratio to its raw baseline.
-Needs matplotlib (``pip install matplotlib``).
+One panel per mode, titled with its record count; in each, one bar per
+backend (sqlite3 and the raw engine loops in grey, centidb's engines in
+colour), labelled with thousands of records per second, for centidb the
+ratio to its raw baseline (and for ListEngine, to LmdbEngine), and the
+store's size on disk where the table has it (MB of 10^6 bytes). The
+baselines' bars in the put_many and batched panels repeat their insert +2
+idx and unbatched measurements, as in the table. Needs matplotlib
+(``pip install matplotlib``).
 """
+
+from __future__ import annotations
 
 import argparse
 import csv
@@ -47,7 +53,7 @@ def draw(table, out, title=None):
     modes, backends, rows = table
     columns = 4 if len(modes) > 4 else len(modes)
     lines = math.ceil(len(modes) / columns)
-    fig, axes = plt.subplots(lines, columns, figsize=(3.4 * columns, 0.42 * len(backends) * lines + 1.4),
+    fig, axes = plt.subplots(lines, columns, figsize=(3.8 * columns, 0.46 * len(backends) * lines + 1.6),
                              squeeze=False)
     for ax in axes.flat[len(modes):]:
         ax.axis('off')
@@ -55,12 +61,19 @@ def draw(table, out, title=None):
         names = [b for b in backends if (b, mode) in rows][::-1]   # first on top
         rates = [float(rows[b, mode]['records_per_s']) / 1000 for b in names]
         bars = ax.barh(names, rates, color=[COLOURS.get(b, '#8c564b') for b in names])
-        ax.set_title(mode, fontsize=10)
+        counts = sorted({int(rows[b, mode]['records']) for b in names})
+        ax.set_title(f'{mode}\n{"/".join(f"{c:,}" for c in counts)} records', fontsize=9)
         ax.tick_params(labelsize=8)
-        ax.set_xlim(0, max(rates) * 1.6)
+        ax.set_xlim(0, max(rates) * 2.2)
         for bar, name, rate in zip(bars, names, rates):
-            ratio = rows[name, mode]['ratio_vs_raw']
-            label = f'{rate:.0f}k' + (f'  ({ratio}x raw)' if ratio else '')
+            row = rows[name, mode]
+            ratios = [f'{row[column]}x {what}' for column, what in
+                      (('ratio_vs_raw', 'raw'), ('ratio_vs_lmdbengine', 'Lmdb'))
+                      if row.get(column)]
+            label = (f'{rate:.1f}k' if rate < 10 else f'{rate:.0f}k') + (
+                f'  ({", ".join(ratios)})' if ratios else '')
+            if row.get('bytes_on_disk'):
+                label += f'  {int(row["bytes_on_disk"]) / 1e6:.3g} MB'
             ax.text(bar.get_width(), bar.get_y() + bar.get_height() / 2, ' ' + label,
                     va='center', fontsize=7)
     for ax in axes[-1]:

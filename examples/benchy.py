@@ -1,57 +1,134 @@
 """The benchmark table: centidb on each engine against raw engine loops and sqlite3.
 
-Usage: python examples/benchy.py [--records 235886] [--runs 3]
+Usage: python examples/benchy.py [--records 235886] [--runs 3] [--passes 3]
+       [--chunked-records 100000] [--durable-records 20000]
        [--engines LmdbEngine,PlyvelEngine,ListEngine] [--modes ...] [--quick]
        > benchy.csv
+       python examples/benchy.py --rss [--records 1000000] [--engines ...] > rss.csv
 
 Workload: N records ``{'stub': 150 hex chars, 'name': word, 'location':
 word.upper()}``, the same on every machine (words are generated from a fixed
 seed and are unique), msgpack-encoded, keyed by ``(name, location)``; the
-indexed variants add two indexes, on the reversed name and on the reversed
-location.
+indexed stores (``+2 idx``) add two indexes, ``rev_name`` (the reversed name)
+and ``rev_location`` (the reversed location).
 
-Modes:
+Modes, in the order of the table. Loads, each into a fresh store:
 
 * ``insert blind``, ``insert blind +2 idx``, ``insert``, ``insert +2 idx``:
-  all N records in one write transaction into a fresh store, with
-  ``blind=True`` or ``False``, without or with the two indexes;
-* ``get by key``: a fixed random sample of keys (up to 50,000), each read
-  and decoded, in one read transaction of the indexed store;
-* ``get by index``: the same sample, looked up by reversed name;
-* ``index range scan``: every record in reversed-location order through the
-  index.
+  all N records in one write transaction, with ``blind=True`` or ``False``,
+  without or with the two indexes;
+* ``put_many +2 idx``: all N records in one ``Collection.put_many(records,
+  txn=...)`` call into the indexed collection (not blind);
+* ``insert +2 idx 1000/txn``: as ``insert +2 idx``, but for the first
+  --chunked-records records (default 100,000), with one write transaction
+  (commit) per 1,000 records;
+* ``insert +2 idx 1000/txn durable``: the same for the first
+  --durable-records records (default 20,000), with every commit durable (LMDB
+  ``sync=True``, LevelDB writes with ``sync=True``, sqlite3
+  ``journal_mode=WAL`` and ``synchronous=FULL``), on the real disk (under
+  /var/tmp). ListEngine keeps nothing on disk and has no row.
 
-Before the read modes, LevelDB stores (raw and centidb alike) are compacted,
-so the reads measure a settled database rather than a race with LevelDB's
-background compaction of the load.
+Reads, on the store of ``insert +2 idx`` (or of an untimed indexed load when
+that mode is not selected), each in one read transaction; each is timed as
+the best of --passes passes:
+
+* ``get by key``: a fixed random sample of keys (up to 50,000), each read and
+  decoded;
+* ``get by index``: the same records, looked up by reversed name;
+* ``index range scan`` (not in the default run; select it with --modes):
+  every record in reversed-location order through the index;
+* ``index ranges of 1000``: 50 ranges (one per 1,000 records in a smaller
+  store) of 1,000 consecutive entries of the rev_location index (fewer if
+  the store has fewer), each starting at a fixed random entry
+  (``Index.values(lo, max=1000)``), every record fetched and decoded;
+* ``full scan``: every record in key order, decoded (``Collection.values()``);
+* ``group counts``: ``Index.group_counts()`` on rev_location: the number of
+  entries per index tuple (every location is unique, so every group has one
+  entry and every group's tuple is decoded).
+
+Then, on the same store:
+
+* ``update 10%``: a fixed random tenth of the records, in write transactions
+  of 1,000: read, change ``location`` (append ``'X'``), write back under the
+  same key (``put(rec, key=key, txn=txn)``, not blind), so the rev_location
+  entry changes and the rev_name entry does not;
+* ``get by key batched``, ``full scan batched``: the collection rewritten
+  with ``Collection.batch(max_recs=32, packer=ZLIB_PACKER)`` (untimed), then
+  the first 5,000 keys of the sample read, and a full scan, as above.
 
 Baselines, in the same run on the same records, each written for speed by
-hand: ``raw lmdb`` and ``raw plyvel`` store exactly the keys centidb stores
-(built with ``keylib.packs``) with plain msgpack values; ``sqlite3`` uses a
-WITHOUT ROWID table keyed by (name, location) with indexed rev_name and
-rev_location columns. The baselines a selected engine is compared with
-always run.
+hand: ``raw lmdb`` and ``raw plyvel`` (examples/benchy_raw.py) store exactly
+the keys centidb stores with plain msgpack values, and do each mode's work
+with the engine's own calls (the update: get, decode, compute the old and new
+index entries, delete the changed one, put the new one, put the record).
+``sqlite3`` (examples/benchy_backends.py) uses a WITHOUT ROWID table keyed by
+(name, location) with indexed rev_name and rev_location columns,
+``journal_mode=OFF`` and ``synchronous=OFF`` except in the durable mode; its
+update is ``UPDATE ... SET location, rev_location`` (location being part of
+its primary key, the row moves). A baseline has no bulk call and no batches:
+its ``put_many +2 idx`` row repeats its ``insert +2 idx`` measurement, its
+batched rows its unbatched ones. The baselines a selected engine is compared
+with always run (ListEngine's include LmdbEngine).
 
-CSV on stdout, one row per (engine, mode): the median time of --runs runs
-(each on fresh stores), the rates derived from it, and the centidb rows'
-ratios of records/s against the raw loop of the same engine (ListEngine:
-against raw lmdb) and against sqlite3, for the same mode. ``keys_written``
-counts engine keys (one per record plus one per index entry); read rows
-write nothing and leave keys_per_s empty. Context (versions, key codec,
-machine) and a progress bar go to stderr. Stores live in a temporary
-directory removed at the end, also on error or Ctrl-C.
+CPU-bound stores live on tmpfs (/dev/shm, when there is one), so disk
+writeback does not move the ratios; only the durable mode uses the disk.
+LevelDB stores, raw and centidb alike, are fully compacted before the reads
+and again after batching, so the reads measure a settled database. Every
+read's last result is checked against the expected record in every run; in
+the first run, every store's keys are also counted after each write.
+``--quick`` is the test suite's smoke test: 2,000 records, one run, one
+pass.
+
+CSV on stdout, one row per (backend, mode): ``seconds`` is the median over
+--runs runs (each on fresh stores) of the time of one pass (of the best of
+--passes passes, for reads); the rates derive from it. ``ratio_vs_raw``
+compares a centidb row's records/s with the raw loop of the same engine
+(ListEngine: raw lmdb), ``ratio_vs_sqlite`` with sqlite3, and
+``ratio_vs_lmdbengine`` a ListEngine row with LmdbEngine's; above 1 is
+faster. ``keys_written`` counts engine keys put (one per record plus one per
+index entry; for the update, the record and its new rev_location entry);
+read rows leave keys_per_s empty. ``bytes_on_disk`` (from the first run):
+on the non-blind load rows, the store after the load (LMDB: data.mdb;
+LevelDB: the directory after a full compaction; sqlite3: the database file
+and its WAL); on the ``get by key`` and ``full scan`` rows, the store after
+the update and before batching, and on the batched rows after batching
+(LMDB, which never shrinks its file, measured by a compacting copy).
+ListEngine keeps nothing on disk. Context (versions, key codec, machine,
+where the stores live), a progress bar and, at the end, the wall time spent
+per mode go to stderr. Stores live in temporary directories removed at the
+end, also on error or Ctrl-C.
+
+``--rss`` prints another table instead (default 1,000,000 records): the
+peak memory of a one-transaction import on each backend (``import +2 idx``:
+as ``insert +2 idx``; raw plyvel in one WriteBatch), of ``put_many +2 idx``
+on each centidb engine, and of building one index (rev_location) over a
+stored collection of N records (``add_index``: ``Collection.add_index``; raw
+loops writing every entry in one transaction or WriteBatch; sqlite3 ``CREATE
+INDEX``). Each runs in a child process of its own, which builds the records,
+resets its peak (``/proc/self/clear_refs``), reads ``ru_maxrss`` as its
+baseline, runs the task and reads ``ru_maxrss`` again; ``peak_rss_per_record``
+is (peak - baseline) / N in bytes. The stores are on tmpfs; RSS includes the
+pages of an LMDB file the process maps and touches, ListEngine's whole store,
+and sqlite3's page cache (up to 256 MiB). ListEngine's ``add_index`` child
+loads its store (1,000 records a commit) before its baseline; the others
+open a store an earlier child wrote (and, for LevelDB, compacted, so that
+opening it replays no log into memory).
 """
+
+from __future__ import annotations
 
 import argparse
 import csv
 import gc
-import operator
+import json
 import os
 import platform
 import random
+import resource
 import shutil
 import sqlite3
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,18 +138,34 @@ import msgpack
 import plyvel
 from tqdm import tqdm
 
-import centidb
-from centidb import encodings, keylib
-from centidb.engines import PlyvelEngine
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:
+    sys.path.insert(0, HERE)    # the helper modules beside this file
+
+import centidb  # noqa: E402
+from benchy_backends import (BATCH_RECS, LMDB_MAP_SIZE, MOVED, RANGE_LEN,  # noqa: E402,F401
+                             SQLITE_CACHE_KIB, SQLITE_PRAGMAS, Centidb, Sqlite, key_func,
+                             open_collection, open_store, rev_location, rev_name, wipe)
+from benchy_raw import RawLmdb, RawPlyvel  # noqa: E402
+from centidb import keylib  # noqa: E402
 
 RECORDS = 235886
 QUICK_RECORDS = 2000
+RSS_RECORDS = 1000000
 RUNS = 3
+PASSES = 3
 SAMPLE = 50000
+BATCHED_SAMPLE = 5000
+RANGES = 50
+DURABLE_RECORDS = 20000
+CHUNKED_RECORDS = 100000
 SEED = 235886
 
 COLUMNS = ['engine', 'mode', 'records', 'keys_written', 'seconds', 'records_per_s',
-           'keys_per_s', 'ratio_vs_raw', 'ratio_vs_sqlite']
+           'keys_per_s', 'ratio_vs_raw', 'ratio_vs_sqlite', 'ratio_vs_lmdbengine',
+           'bytes_on_disk']
+RSS_COLUMNS = ['engine', 'task', 'records', 'seconds', 'baseline_rss_bytes',
+               'peak_rss_bytes', 'peak_rss_per_record']
 ENGINES = ('LmdbEngine', 'PlyvelEngine', 'ListEngine')
 RAW_LMDB, RAW_PLYVEL, SQLITE = 'raw lmdb', 'raw plyvel', 'sqlite3'
 #: The raw baseline of each centidb engine.
@@ -87,23 +180,26 @@ INSERTS = {
     'insert': (False, False),
     'insert +2 idx': (False, True),
 }
-READS = ('get by key', 'get by index', 'index range scan')
-MODES = tuple(INSERTS) + READS
+PUT_MANY = 'put_many +2 idx'
+CHUNKED = 'insert +2 idx 1000/txn'
+DURABLE = 'insert +2 idx 1000/txn durable'
+LOADS = (*INSERTS, PUT_MANY, CHUNKED, DURABLE)
+READS = ('get by key', 'get by index', 'index range scan', 'index ranges of 1000',
+         'full scan', 'group counts')
+UPDATE = 'update 10%'
+#: Batched read modes -> the unbatched mode they compare with.
+BATCHED = {'get by key batched': 'get by key', 'full scan batched': 'full scan'}
+MODES = LOADS + READS + (UPDATE, *BATCHED)
+#: The default run leaves out the slow scan of the whole index (the ranges
+#: measure the same path).
+DEFAULT_MODES = tuple(mode for mode in MODES if mode != 'index range scan')
+#: A baseline has no call of its own for these: it repeats this measurement.
+SAME_AS = {PUT_MANY: 'insert +2 idx', **BATCHED}
+READ_STORE = 'insert +2 idx'
+RSS_TASKS = ('import +2 idx', PUT_MANY, 'add_index')
 
-LMDB_MAP_SIZE = 4 << 30
-SQLITE_CACHE_KIB = 256 * 1024
-SQLITE_PRAGMAS = ('PRAGMA journal_mode=OFF', 'PRAGMA synchronous=OFF',
-                  f'PRAGMA cache_size=-{SQLITE_CACHE_KIB}', 'PRAGMA temp_store=MEMORY')
-
-key_func = operator.itemgetter('name', 'location')
-
-
-def rev_name(rec):
-    return rec['name'][::-1]
-
-
-def rev_location(rec):
-    return rec['location'][::-1]
+BACKEND_CLASSES = {SQLITE: Sqlite, RAW_LMDB: RawLmdb, RAW_PLYVEL: RawPlyvel,
+                   'LmdbEngine': Centidb, 'PlyvelEngine': Centidb, 'ListEngine': Centidb}
 
 
 # --- the data set ------------------------------------------------------------
@@ -129,6 +225,7 @@ def make_words(n, seed=SEED):
 
 
 def make_records(n, seed=SEED):
+    """benchy's `n` records, the same on every machine."""
     rng = random.Random(seed + 1)
     return [{'stub': '%0150x' % rng.getrandbits(600), 'name': word,
              'location': word.upper()} for word in make_words(n, seed)]
@@ -145,455 +242,324 @@ def layout():
         store.close()
 
 
-# --- centidb -------------------------------------------------------------------
+class Data:
+    """The records, the read samples and every expected result, shared by every backend."""
 
-def open_store(engine, path):
-    if engine == 'LmdbEngine':
-        return centidb.open(engine, path=path, map_size=LMDB_MAP_SIZE, sync=False)
-    if engine == 'PlyvelEngine':
-        return centidb.open(engine, name=path, create_if_missing=True)
-    return centidb.open(engine)
+    def __init__(self, n, sample_size, durable_records=DURABLE_RECORDS,
+                 chunked_records=CHUNKED_RECORDS):
+        records = self.records = make_records(n)
+        self.prefixes = layout()
+        sample = random.Random(SEED + 2).sample(records, min(sample_size, n))
+        self.sample_keys = [key_func(rec) for rec in sample]
+        self.sample_revs = [rev_name(rec) for rec in sample]
+        self.last_key = sample[-1]
+        self.batched_keys = self.sample_keys[:BATCHED_SAMPLE]
+        self.last_batched = sample[len(self.batched_keys) - 1]
+        by_rev = sorted(records, key=rev_location)
+        self.last_scanned = by_rev[-1]
+        self.last_by_key = max(records, key=key_func)
+        rng = random.Random(SEED + 3)
+        ranges = min(RANGES, max(1, n // RANGE_LEN))
+        firsts = [rng.randrange(max(1, n - RANGE_LEN + 1)) for _ in range(ranges)]
+        self.range_starts = [rev_location(by_rev[i]) for i in firsts]
+        self.range_total = sum(min(RANGE_LEN, n - i) for i in firsts)
+        self.range_last = by_rev[min(firsts[-1] + RANGE_LEN, n) - 1]
+        updated = random.Random(SEED + 4).sample(records, max(1, n // 10))
+        self.update_keys = [key_func(rec) for rec in updated]
+        self.first_updated = updated[0]
+        self.moved = set(self.update_keys)
+        self.durable_records = records[:min(durable_records, n)]
+        self.chunked_records = records[:min(chunked_records, n)]
 
+    def current(self, rec):
+        """`rec` as the update mode leaves it."""
+        if key_func(rec) in self.moved:
+            return dict(rec, location=rec['location'] + MOVED)
+        return rec
 
-def open_collection(store, indexed):
-    coll = store.collection('records', encoder=encodings.make_msgpack_encoder(),
-                            key_func=key_func)
-    if indexed:
-        coll.add_index('rev_name', rev_name)
-        coll.add_index('rev_location', rev_location)
-    return coll
-
-
-class Centidb:
-    """centidb on one engine."""
-
-    def __init__(self, engine, path, data):
-        self.engine, self.path, self.data = engine, path, data
-        self.store = self.coll = None
-
-    def open(self, indexed):
-        self.store = open_store(self.engine, self.path)
-        self.coll = open_collection(self.store, indexed)
-
-    def insert(self, blind):
-        records, store, put = self.data.records, self.store, self.coll.put
-        start = time.perf_counter()
-        with store.begin(write=True) as txn:
-            for rec in records:
-                put(rec, txn=txn, blind=blind)
-        return time.perf_counter() - start
-
-    def check(self, keys_written):
-        with self.store.begin() as txn:
-            found = self.coll.count(txn=txn) + sum(
-                index.count(txn=txn) for index in self.coll.indices.values())
-        assert found == keys_written, (self.engine, found, keys_written)
-
-    def settle(self):
-        if isinstance(self.store.engine, PlyvelEngine):
-            self.store.engine.compact()
-
-    def get_by_key(self):
-        store, get, keys = self.store, self.coll.get, self.data.sample_keys
-        start = time.perf_counter()
-        with store.begin() as txn:
-            for key in keys:
-                value = get(key, txn=txn)
-        return time.perf_counter() - start, value
-
-    def get_by_index(self):
-        store, get = self.store, self.coll.indices['rev_name'].get
-        revs = self.data.sample_revs
-        start = time.perf_counter()
-        with store.begin() as txn:
-            for rev in revs:
-                value = get(rev, txn=txn)
-        return time.perf_counter() - start, value
-
-    def range_scan(self):
-        store, values = self.store, self.coll.indices['rev_location'].values
-        start = time.perf_counter()
-        with store.begin() as txn:
-            for value in values(txn=txn):
-                pass
-        return time.perf_counter() - start, value
-
-    def close(self):
-        if self.store is not None:
-            self.store.close()
-            self.store = None
-        wipe(self.path)
-
-
-# --- raw baselines ---------------------------------------------------------------
-#
-# Same keys as centidb (collection prefix + packed key; index entry = packed
-# index value under the index prefix, 0x01, packed key without the collection
-# prefix), plain msgpack values, no header byte. Every timed loop packs its own
-# keys, as an application would.
-
-class RawLmdb:
-    def __init__(self, engine, path, data):
-        self.path, self.data = path, data
-        self.env = None
-
-    def open(self, indexed):
-        self.indexed = indexed
-        self.env = lmdb.open(self.path, map_size=LMDB_MAP_SIZE, sync=False)
-
-    def insert(self, blind):
-        records, (coll, idx1, idx2) = self.data.records, self.data.prefixes
-        pack = msgpack.Packer(use_bin_type=True).pack
-        unpackb, packs = msgpack.unpackb, keylib.packs
-        n = len(coll)
-        start = time.perf_counter()
-        with self.env.begin(write=True) as txn:
-            put = txn.put
-            if not self.indexed:
-                # Without indexes, overwriting needs no read: blind or not
-                # is the same loop.
-                for rec in records:
-                    put(packs((rec['name'], rec['location']), coll), pack(rec))
-            elif blind:
-                for rec in records:
-                    key = packs((rec['name'], rec['location']), coll)
-                    put(key, pack(rec))
-                    tail = b'\x01' + key[n:]
-                    put(packs(rec['name'][::-1], idx1) + tail, b'')
-                    put(packs(rec['location'][::-1], idx2) + tail, b'')
-            else:
-                replace, delete = txn.replace, txn.delete
-                for rec in records:
-                    key = packs((rec['name'], rec['location']), coll)
-                    old = replace(key, pack(rec))
-                    tail = b'\x01' + key[n:]
-                    e1 = packs(rec['name'][::-1], idx1) + tail
-                    e2 = packs(rec['location'][::-1], idx2) + tail
-                    if old is not None:
-                        old = unpackb(old)
-                        for entry in (packs(old['name'][::-1], idx1) + tail,
-                                      packs(old['location'][::-1], idx2) + tail):
-                            if entry != e1 and entry != e2:
-                                delete(entry)
-                    put(e1, b'')
-                    put(e2, b'')
-        return time.perf_counter() - start
-
-    def check(self, keys_written):
-        assert self.env.stat()['entries'] == keys_written, self.env.stat()
-
-    def get_by_key(self):
-        keys, coll = self.data.sample_keys, self.data.prefixes[0]
-        unpackb, packs = msgpack.unpackb, keylib.packs
-        start = time.perf_counter()
-        with self.env.begin() as txn:
-            get = txn.get
-            for key in keys:
-                value = unpackb(get(packs(key, coll)))
-        return time.perf_counter() - start, value
-
-    def get_by_index(self):
-        revs, (coll, idx1, _) = self.data.sample_revs, self.data.prefixes
-        unpackb, packs = msgpack.unpackb, keylib.packs
-        start = time.perf_counter()
-        with self.env.begin() as txn:
-            get, cursor = txn.get, txn.cursor()
-            set_range, cursor_key = cursor.set_range, cursor.key
-            for rev in revs:
-                head = packs(rev, idx1) + b'\x01'
-                value = None
-                if set_range(head):
-                    entry = cursor_key()
-                    if entry.startswith(head):
-                        value = unpackb(get(coll + entry[len(head):]))
-        return time.perf_counter() - start, value
-
-    def range_scan(self):
-        coll, _, idx2 = self.data.prefixes
-        hi, start_at = keylib.next_prefix(idx2), len(idx2)
-        unpackb = msgpack.unpackb
-        start = time.perf_counter()
-        with self.env.begin() as txn:
-            get, cursor = txn.get, txn.cursor()
-            if cursor.set_range(idx2):
-                for entry in cursor.iternext(values=False):
-                    if entry >= hi:
-                        break
-                    # 0x01 never occurs in a packed str: it ends the index value.
-                    value = unpackb(get(coll + entry[entry.index(b'\x01', start_at) + 1:]))
-        return time.perf_counter() - start, value
-
-    def close(self):
-        if self.env is not None:
-            self.env.close()
-            self.env = None
-        wipe(self.path)
-
-
-class RawPlyvel:
-    def __init__(self, engine, path, data):
-        self.path, self.data = path, data
-        self.db = None
-
-    def open(self, indexed):
-        self.indexed = indexed
-        self.db = plyvel.DB(self.path, create_if_missing=True)
-
-    def insert(self, blind):
-        records, (coll, idx1, idx2) = self.data.records, self.data.prefixes
-        pack = msgpack.Packer(use_bin_type=True).pack
-        unpackb, packs = msgpack.unpackb, keylib.packs
-        n = len(coll)
-        start = time.perf_counter()
-        batch = self.db.write_batch()
-        put = batch.put
-        if not self.indexed:
-            for rec in records:
-                put(packs((rec['name'], rec['location']), coll), pack(rec))
-        elif blind:
-            for rec in records:
-                key = packs((rec['name'], rec['location']), coll)
-                put(key, pack(rec))
-                tail = b'\x01' + key[n:]
-                put(packs(rec['name'][::-1], idx1) + tail, b'')
-                put(packs(rec['location'][::-1], idx2) + tail, b'')
-        else:
-            # Reads the committed database only: a key written twice in the
-            # same batch would leave a stale entry (the keys here are unique).
-            get, delete = self.db.get, batch.delete
-            for rec in records:
-                key = packs((rec['name'], rec['location']), coll)
-                old = get(key)
-                put(key, pack(rec))
-                tail = b'\x01' + key[n:]
-                e1 = packs(rec['name'][::-1], idx1) + tail
-                e2 = packs(rec['location'][::-1], idx2) + tail
-                if old is not None:
-                    old = unpackb(old)
-                    for entry in (packs(old['name'][::-1], idx1) + tail,
-                                  packs(old['location'][::-1], idx2) + tail):
-                        if entry != e1 and entry != e2:
-                            delete(entry)
-                put(e1, b'')
-                put(e2, b'')
-        batch.write()
-        return time.perf_counter() - start
-
-    def check(self, keys_written):
-        found = sum(1 for _ in self.db.iterator(include_value=False))
-        assert found == keys_written, (found, keys_written)
-
-    def settle(self):
-        self.db.compact_range()
-
-    def get_by_key(self):
-        keys, coll = self.data.sample_keys, self.data.prefixes[0]
-        unpackb, packs = msgpack.unpackb, keylib.packs
-        start = time.perf_counter()
-        snapshot = self.db.snapshot()
-        get = snapshot.get
-        for key in keys:
-            value = unpackb(get(packs(key, coll)))
-        snapshot.close()
-        return time.perf_counter() - start, value
-
-    def get_by_index(self):
-        revs, (coll, idx1, _) = self.data.sample_revs, self.data.prefixes
-        unpackb, packs = msgpack.unpackb, keylib.packs
-        start = time.perf_counter()
-        snapshot = self.db.snapshot()
-        get = snapshot.get
-        it = snapshot.iterator(include_value=False)  # one iterator, re-seeked
-        seek = it.seek
-        for rev in revs:
-            head = packs(rev, idx1) + b'\x01'
-            seek(head)
-            entry = next(it, b'')
-            value = unpackb(get(coll + entry[len(head):])) if entry.startswith(head) else None
-        it.close()
-        snapshot.close()
-        return time.perf_counter() - start, value
-
-    def range_scan(self):
-        coll, _, idx2 = self.data.prefixes
-        start_at, unpackb = len(idx2), msgpack.unpackb
-        start = time.perf_counter()
-        snapshot = self.db.snapshot()
-        get = snapshot.get
-        with snapshot.iterator(prefix=idx2, include_value=False) as it:
-            for entry in it:
-                value = unpackb(get(coll + entry[entry.index(b'\x01', start_at) + 1:]))
-        snapshot.close()
-        return time.perf_counter() - start, value
-
-    def close(self):
-        if self.db is not None:
-            self.db.close()
-            self.db = None
-        wipe(self.path)
-
-
-class Sqlite:
-    """sqlite3: a WITHOUT ROWID table keyed by (name, location)."""
-
-    def __init__(self, engine, path, data):
-        self.path, self.data = path, data
-        self.conn = None
-
-    def open(self, indexed):
-        self.indexed = indexed
-        conn = self.conn = sqlite3.connect(self.path, isolation_level=None)
-        for pragma in SQLITE_PRAGMAS:
-            conn.execute(pragma)
-        extra = ', rev_name TEXT, rev_location TEXT' if indexed else ''
-        conn.execute(f'CREATE TABLE recs (name TEXT, location TEXT, stub TEXT{extra}, '
-                     f'PRIMARY KEY (name, location)) WITHOUT ROWID')
-        if indexed:
-            conn.execute('CREATE INDEX recs_rev_name ON recs (rev_name)')
-            conn.execute('CREATE INDEX recs_rev_location ON recs (rev_location)')
-
-    def insert(self, blind):
-        records, conn = self.data.records, self.conn
-        verb = 'INSERT' if blind else 'INSERT OR REPLACE'
-        start = time.perf_counter()
-        conn.execute('BEGIN')
-        if self.indexed:
-            conn.executemany(f'{verb} INTO recs VALUES (?, ?, ?, ?, ?)',
-                             ((r['name'], r['location'], r['stub'], r['name'][::-1],
-                               r['location'][::-1]) for r in records))
-        else:
-            conn.executemany(f'{verb} INTO recs VALUES (?, ?, ?)',
-                             ((r['name'], r['location'], r['stub']) for r in records))
-        conn.execute('COMMIT')
-        return time.perf_counter() - start
-
-    def check(self, keys_written):
-        (found,), = self.conn.execute('SELECT count(*) FROM recs')
-        assert found * (3 if self.indexed else 1) == keys_written, found
-
-    def _read(self, sql, params):
-        execute = self.conn.execute
-        start = time.perf_counter()
-        execute('BEGIN')
-        for param in params:
-            name, location, stub = execute(sql, param).fetchone()
-            value = {'stub': stub, 'name': name, 'location': location}
-        execute('COMMIT')
-        return time.perf_counter() - start, value
-
-    def get_by_key(self):
-        return self._read('SELECT name, location, stub FROM recs '
-                          'WHERE name = ? AND location = ?', self.data.sample_keys)
-
-    def get_by_index(self):
-        return self._read('SELECT name, location, stub FROM recs WHERE rev_name = ?',
-                          [(rev,) for rev in self.data.sample_revs])
-
-    def range_scan(self):
-        execute = self.conn.execute
-        start = time.perf_counter()
-        execute('BEGIN')
-        for name, location, stub in execute(
-                'SELECT name, location, stub FROM recs ORDER BY rev_location'):
-            value = {'stub': stub, 'name': name, 'location': location}
-        execute('COMMIT')
-        return time.perf_counter() - start, value
-
-    def close(self):
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
-        for suffix in ('', '-journal', '-wal', '-shm'):
-            if os.path.exists(self.path + suffix):
-                os.remove(self.path + suffix)
-
-
-BACKEND_CLASSES = {SQLITE: Sqlite, RAW_LMDB: RawLmdb, RAW_PLYVEL: RawPlyvel,
-                   'LmdbEngine': Centidb, 'PlyvelEngine': Centidb, 'ListEngine': Centidb}
-
-
-def wipe(path):
-    if os.path.isdir(path):
-        shutil.rmtree(path)
+    def counts(self):
+        """{mode: (records, engine keys written)}."""
+        n, u = len(self.records), len(self.update_keys)
+        c, d = len(self.chunked_records), len(self.durable_records)
+        counts = {mode: (n, n * (3 if indexed else 1)) for mode, (_, indexed) in INSERTS.items()}
+        counts.update({PUT_MANY: (n, 3 * n), CHUNKED: (c, 3 * c), DURABLE: (d, 3 * d),
+                       'get by key': (len(self.sample_keys), 0),
+                       'get by index': (len(self.sample_revs), 0), 'index range scan': (n, 0),
+                       'index ranges of 1000': (self.range_total, 0), 'full scan': (n, 0),
+                       'group counts': (n, 0), UPDATE: (u, 2 * u),
+                       'get by key batched': (len(self.batched_keys), 0),
+                       'full scan batched': (n, 0)})
+        return counts
 
 
 # --- running -----------------------------------------------------------------------
 
-class Data:
-    """The records and the read samples, shared by every backend."""
+def load(runner, mode, data):
+    """Run the load `mode` (None: an untimed blind indexed load); return seconds."""
+    if mode in INSERTS:
+        return runner.insert(INSERTS[mode][0])
+    if mode == PUT_MANY:
+        return runner.put_many()
+    if mode == CHUNKED:
+        return runner.insert_chunked(data.chunked_records)
+    if mode == DURABLE:
+        return runner.insert_chunked(data.durable_records)
+    return runner.insert(True)
 
-    def __init__(self, n, sample_size):
-        self.records = make_records(n)
-        self.prefixes = layout()
-        sample = random.Random(SEED + 2).sample(self.records, min(sample_size, n))
-        self.sample_keys = [key_func(rec) for rec in sample]
-        self.sample_revs = [rev_name(rec) for rec in sample]
-        self.last_key = sample[-1]
-        self.last_scanned = max(self.records, key=rev_location)
+
+def best_of(passes, read):
+    """The fastest of `passes` calls of `read`, and what the last one read."""
+    best = None
+    for _ in range(passes):
+        gc.collect()
+        seconds, value = read()
+        best = seconds if best is None else min(best, seconds)
+    return best, value
 
 
-def run_backend(backend, path, data, modes, times, step):
-    """Run the selected modes once on fresh stores; append to `times`."""
-    n = len(data.records)
-    reads = [mode for mode in modes if mode in READS]
-    inserts = [mode for mode in modes if mode in INSERTS]
-    if reads and not any(INSERTS[mode][1] for mode in inserts):
-        inserts.append(None)    # an untimed indexed load for the reads
-    # The reads run on the store of the last indexed insert.
-    read_after = [mode for mode in inserts if mode is None or INSERTS[mode][1]][-1:]
-    for mode in inserts:
-        blind, indexed = INSERTS[mode] if mode else (True, True)
-        runner = BACKEND_CLASSES[backend](backend, path, data)
+def check(backend, mode, value, expected):
+    assert value == expected, (backend, mode, value, expected)
+
+
+def run_backend(backend, path, data, modes, times, step, *, sizes=None, durable_dir=None,
+                passes=PASSES, spent=None, verify=True):
+    """Run the selected modes once on fresh stores; append seconds to `times`.
+
+    With `sizes` (a dict), also record the bytes on disk of the stores in it.
+    The durable mode's store goes under `durable_dir` (default: beside `path`).
+    With `spent` (a dict), add to it the wall time of each mode, everything
+    since the previous mode's result included (setup, checks, sizes). With
+    `verify`, count every store's keys after each write (every read's result
+    is checked anyway).
+    """
+    wanted = [mode for mode in modes if not (mode == DURABLE and backend == 'ListEngine')]
+    baseline = backend not in ENGINES
+    todo = list(dict.fromkeys(SAME_AS.get(mode, mode) for mode in wanted)) if baseline else wanted
+    loads = [mode for mode in todo if mode in LOADS]
+    later = [mode for mode in todo if mode not in LOADS]
+    if later and READ_STORE not in loads:
+        loads.append(None)      # an untimed indexed load for the reads
+
+    clock = [time.perf_counter()]
+
+    def record(mode, seconds, size=None):
+        now = time.perf_counter()
+        if spent is not None:
+            spent[mode] = spent.get(mode, 0) + now - clock[0]
+        clock[0] = now
+        times.setdefault((backend, mode), []).append(seconds)
+        if sizes is not None and size is not None:
+            sizes[backend, mode] = size
+        step()
+
+    for mode in loads:
+        indexed = mode is None or mode not in INSERTS or INSERTS[mode][1]
+        where = path if mode != DURABLE else os.path.join(
+            durable_dir or os.path.dirname(path), os.path.basename(path))
+        runner = BACKEND_CLASSES[backend](backend, where, data)
         try:
-            runner.open(indexed)
+            runner.open(indexed, durable=mode == DURABLE)
             gc.collect()
-            seconds = runner.insert(blind)
-            runner.check(n * (3 if indexed else 1))
-            if mode:
-                times.setdefault((backend, mode), []).append(seconds)
-                step()
-            if reads and [mode] == read_after:
-                # LevelDB: compact first, so no read competes with background
-                # compaction of the load (LMDB and sqlite3 have none).
-                settle = getattr(runner, 'settle', None)
-                if settle is not None:
-                    settle()
-                for read in reads:
-                    gc.collect()
-                    seconds, value = {'get by key': runner.get_by_key,
-                                      'get by index': runner.get_by_index,
-                                      'index range scan': runner.range_scan}[read]()
-                    expected = data.last_scanned if read == 'index range scan' else data.last_key
-                    assert value == expected, (backend, read, value, expected)
-                    times.setdefault((backend, read), []).append(seconds)
-                    step()
+            seconds = load(runner, mode, data)
+            if verify:
+                records = {DURABLE: data.durable_records,
+                           CHUNKED: data.chunked_records}.get(mode, data.records)
+                runner.check(len(records) * (3 if indexed else 1))
+            if mode is not None:
+                measure = sizes is not None and not (mode in INSERTS and INSERTS[mode][0])
+                record(mode, seconds, runner.size() if measure else None)
+            if mode == (READ_STORE if READ_STORE in loads else None):
+                use_store(runner, backend, data, later, record, sizes, passes,
+                          any(mode in BATCHED for mode in wanted), verify)
         finally:
             runner.close()
+    if baseline:
+        for mode in wanted:
+            if mode in SAME_AS:
+                record(mode, times[backend, SAME_AS[mode]][-1],
+                       (sizes or {}).get((backend, SAME_AS[mode])))
 
 
-def rows(times, backends, modes, n, sample_size):
-    counts = {mode: (n, n * (3 if INSERTS[mode][1] else 1)) for mode in INSERTS}
-    counts.update({'get by key': (sample_size, 0), 'get by index': (sample_size, 0),
-                   'index range scan': (n, 0)})
-    rate = {}
-    for (backend, mode), seconds in times.items():
-        rate[backend, mode] = counts[mode][0] / statistics.median(seconds)
+def use_store(runner, backend, data, modes, record, sizes, passes, sized, verify):
+    """The reads, the update and the batched reads on one loaded indexed store."""
+    settle = getattr(runner, 'settle', None)
+    if settle is not None:
+        # LevelDB: compact first, so no read competes with background
+        # compaction of the load (LMDB and sqlite3 have none).
+        settle()
+    calls = {'get by key': (runner.get_by_key, data.last_key),
+             'get by index': (runner.get_by_index, data.last_key),
+             'index range scan': (runner.range_scan, data.last_scanned),
+             'index ranges of 1000': (runner.ranges, data.range_last),
+             'full scan': (runner.full_scan, data.last_by_key),
+             'group counts': (runner.group_counts,
+                              (len(data.records), ((rev_location(data.last_scanned),), 1)))}
+    for mode in modes:
+        if mode in calls:
+            read, expected = calls[mode]
+            seconds, value = best_of(passes, read)
+            check(backend, mode, value, expected)
+            record(mode, seconds)
+    current = data.current if UPDATE in modes else (lambda rec: rec)
+    if UPDATE in modes:
+        gc.collect()
+        seconds = runner.update()
+        if verify:
+            runner.check(3 * len(data.records))
+        moved = data.current(data.first_updated)
+        check(backend, UPDATE, runner.check_update(rev_location(moved)), moved)
+        record(UPDATE, seconds)
+    if sizes is not None and sized:
+        size = runner.size(compact=True)
+        for mode in BATCHED.values():
+            if size is not None:
+                sizes[backend, mode] = size
+    batched = [mode for mode in modes if mode in BATCHED]
+    if batched:
+        runner.batch()
+        runner.settle()
+        size = runner.size(compact=True) if sizes is not None else None
+        calls = {'get by key batched': (lambda: runner.get_by_key(data.batched_keys),
+                                        current(data.last_batched)),
+                 'full scan batched': (runner.full_scan, current(data.last_by_key))}
+        for mode in batched:
+            read, expected = calls[mode]
+            seconds, value = best_of(passes, read)
+            check(backend, mode, value, expected)
+            record(mode, seconds, size)
 
-    def ratio(backend, mode, baseline):
-        if baseline is None or (baseline, mode) not in rate:
+
+def rows(times, sizes, backends, modes, data):
+    """The table's rows, from the collected `times` and `sizes`."""
+    counts = data.counts()
+
+    def count(backend, mode):
+        return counts[SAME_AS.get(mode, mode) if backend not in ENGINES else mode]
+
+    rate = {(backend, mode): count(backend, mode)[0] / statistics.median(seconds)
+            for (backend, mode), seconds in times.items()}
+
+    def ratio(backend, mode, other):
+        if other is None or other == backend or (other, mode) not in rate:
             return ''
-        return f'{rate[backend, mode] / rate[baseline, mode]:.2f}'
+        return f'{rate[backend, mode] / rate[other, mode]:.2f}'
 
     for backend in backends:
         for mode in modes:
-            records, keys_written = counts[mode]
+            if (backend, mode) not in times:
+                continue        # ListEngine has no durable row
+            records, keys_written = count(backend, mode)
             seconds = statistics.median(times[backend, mode])
-            vs_sqlite = '' if backend == SQLITE else ratio(backend, mode, SQLITE)
+            size = sizes.get((backend, mode))
             yield [backend, mode, records, keys_written, f'{seconds:.4f}',
                    f'{records / seconds:.0f}',
                    f'{keys_written / seconds:.0f}' if keys_written else '',
-                   ratio(backend, mode, RAW_OF.get(backend)), vs_sqlite]
+                   ratio(backend, mode, RAW_OF.get(backend)), ratio(backend, mode, SQLITE),
+                   ratio(backend, mode, 'LmdbEngine') if backend == 'ListEngine' else '',
+                   '' if size is None else size]
 
+
+# --- peak memory (--rss) -----------------------------------------------------------
+
+def reset_peak():
+    """Make the peak RSS the current RSS (Linux 4.0+); False where not possible."""
+    try:
+        with open('/proc/self/clear_refs', 'w') as f:
+            f.write('5')
+        return True
+    except OSError:
+        return False
+
+
+def max_rss():
+    """The peak RSS of this process so far, in bytes (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def rss_child(task, backend, n, path):
+    """In a child process: run one --rss task; print its result as JSON."""
+    data = Data(n, 1)
+    runner = BACKEND_CLASSES[backend](backend, path, data)
+    if task == 'setup':         # the stored collection for add_index, untimed
+        if backend == SQLITE:
+            runner.open(True, indexes=False)
+        else:
+            runner.open(False)
+        runner.insert(True)
+        settle = getattr(runner, 'settle', None)
+        if settle is not None:
+            settle()        # LevelDB: else the next open replays its log into memory
+        runner.close(keep=True)
+        return
+    if task == 'add_index':
+        if backend == SQLITE:
+            runner.open(True, indexes=False)
+        else:
+            runner.open(False)
+        if backend == 'ListEngine':
+            runner.insert_chunked(data.records)
+    else:
+        runner.open(True)
+    gc.collect()
+    was_reset = reset_peak()
+    baseline = max_rss()
+    if task == 'add_index':
+        seconds = runner.add_index()
+    elif task == PUT_MANY:
+        seconds = runner.put_many()
+    else:
+        seconds = runner.insert(False)
+    peak = max_rss()
+    if backend != SQLITE:
+        runner.check(n * (2 if task == 'add_index' else 3))
+    runner.close()
+    print(json.dumps({'seconds': seconds, 'baseline': baseline, 'peak': peak,
+                      'reset': was_reset}))
+
+
+def run_child(task, backend, n, path):
+    result = subprocess.run([sys.executable, os.path.abspath(__file__), '--rss-child', task,
+                             backend, str(n), path], capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f'--rss child {task} {backend} failed:\n{result.stderr}')
+    return json.loads(result.stdout.splitlines()[-1]) if task != 'setup' else None
+
+
+def rss_table(backends, n, tmp, err):
+    """Run every --rss task on every backend, each in a child; write the CSV."""
+    cases = [(task, backend) for task in RSS_TASKS for backend in backends
+             if task != PUT_MANY or backend in ENGINES]
+    writer = csv.writer(sys.stdout, lineterminator='\n')
+    rows, unreset = [], []
+    with tqdm(total=len(cases), file=err, unit='child', dynamic_ncols=True) as bar:
+        for task, backend in cases:
+            bar.set_description(f'{task} {backend}')
+            path = os.path.join(tmp, backend.replace(' ', '-'))
+            if backend == SQLITE:
+                path += '.sqlite'
+            if task == 'add_index' and backend != 'ListEngine':
+                run_child('setup', backend, n, path)
+            try:
+                got = run_child(task, backend, n, path)
+            finally:
+                wipe(path)
+                if os.path.exists(path):
+                    os.remove(path)
+            if not got['reset']:
+                unreset.append(f'{task} {backend}')
+            grown = got['peak'] - got['baseline']
+            rows.append([backend, task, n, f'{got["seconds"]:.4f}', got['baseline'],
+                         got['peak'], f'{grown / n:.1f}'])
+            bar.update(1)
+    if unreset:
+        print('WARNING: could not reset the peak RSS (/proc/self/clear_refs) in: '
+              + ', '.join(unreset) + '; their baseline is the peak of building the '
+              'records, which may hide part of the task\'s growth', file=err)
+    writer.writerow(RSS_COLUMNS)
+    writer.writerows(rows)
+
+
+# --- the command line --------------------------------------------------------------
 
 def versions():
     return ', '.join([
@@ -602,6 +568,30 @@ def versions():
         f'plyvel {plyvel.__version__} (LevelDB {plyvel.__leveldb_version__})',
         f'msgpack {".".join(map(str, msgpack.version))}',
         f'sqlite3 library {sqlite3.sqlite_version}'])
+
+
+def fs_type(path):
+    """The file system type of the mount holding `path` (Linux), or '?'."""
+    path, best, kind = os.path.realpath(path), '', '?'
+    try:
+        with open('/proc/mounts') as f:
+            for line in f:
+                fields = line.split()
+                mount = fields[1]
+                if (path == mount or path.startswith(mount.rstrip('/') + '/')) \
+                        and len(mount) > len(best):
+                    best, kind = mount, fields[2]
+    except OSError:
+        pass
+    return kind
+
+
+def scratch(prefix, candidates):
+    """A new temporary directory in the first usable of `candidates`."""
+    for parent in candidates:
+        if os.path.isdir(parent) and os.access(parent, os.W_OK):
+            return tempfile.mkdtemp(prefix=prefix, dir=parent)
+    return tempfile.mkdtemp(prefix=prefix)
 
 
 def comma_list(allowed, label):
@@ -616,32 +606,45 @@ def comma_list(allowed, label):
     return parse
 
 
-def main():
+def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--records', type=int, default=None,
-                        help=f'number of records (default {RECORDS}, '
-                             f'{QUICK_RECORDS} with --quick)')
+                        help=f'number of records (default {RECORDS}, {QUICK_RECORDS} with '
+                             f'--quick, {RSS_RECORDS} with --rss)')
     parser.add_argument('--runs', type=int, default=None,
                         help=f'runs per measurement, median reported (default {RUNS}, '
                              f'1 with --quick)')
+    parser.add_argument('--passes', type=int, default=None,
+                        help=f'passes per read in each run, the best kept (default {PASSES}, '
+                             f'1 with --quick)')
+    parser.add_argument('--durable-records', type=int, default=DURABLE_RECORDS,
+                        help=f'records of the durable mode (default {DURABLE_RECORDS})')
+    parser.add_argument('--chunked-records', type=int, default=CHUNKED_RECORDS,
+                        help=f'records of the 1000/txn mode (default {CHUNKED_RECORDS})')
     parser.add_argument('--engines', type=comma_list(ENGINES, 'engine'),
                         default=list(ENGINES), help='comma list of centidb engines')
-    parser.add_argument('--modes', type=comma_list(MODES, 'mode'), default=list(MODES),
-                        help='comma list of: ' + ', '.join(MODES))
+    parser.add_argument('--modes', type=comma_list(MODES, 'mode'),
+                        default=list(DEFAULT_MODES),
+                        help='comma list of: ' + ', '.join(MODES) + ' (default: all but '
+                             'index range scan)')
     parser.add_argument('--quick', action='store_true',
-                        help=f'smoke test: {QUICK_RECORDS} records, 1 run')
+                        help=f'smoke test: {QUICK_RECORDS} records, 1 run, 1 pass')
+    parser.add_argument('--rss', action='store_true',
+                        help='print the peak-memory table instead (one child per task)')
+    parser.add_argument('--rss-child', nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    n = args.records if args.records is not None else (
-        QUICK_RECORDS if args.quick else RECORDS)
-    runs = args.runs if args.runs is not None else (1 if args.quick else RUNS)
-    if n < 1 or runs < 1:
-        parser.error('--records and --runs must be at least 1')
-    needed = {SQLITE} | set(args.engines) | {RAW_OF[engine] for engine in args.engines}
-    backends = [backend for backend in BACKENDS if backend in needed]
-    modes = [mode for mode in MODES if mode in args.modes]
-    sample_size = min(SAMPLE, n)
+    default_n = RSS_RECORDS if args.rss else QUICK_RECORDS if args.quick else RECORDS
+    args.records = default_n if args.records is None else args.records
+    args.runs = (1 if args.quick else RUNS) if args.runs is None else args.runs
+    args.passes = (1 if args.quick else PASSES) if args.passes is None else args.passes
+    if min(args.records, args.runs, args.passes, args.durable_records,
+           args.chunked_records) < 1:
+        parser.error('--records, --runs, --passes, --durable-records and --chunked-records '
+                     'must be at least 1')
+    return args
 
-    err = sys.stderr
+
+def context(err):
     print(versions(), file=err)
     print(f'machine: {platform.platform()}, {platform.machine()}, '
           f'{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}', file=err)
@@ -651,35 +654,74 @@ def main():
               f'(keylib.IMPL = {keylib.IMPL!r}):\ncentidb timings below are for '
               'the pure-Python codec. Build it with\n  python setup.py build_ext '
               '--inplace\n' + '!' * 72, file=err)
-    print(f'{n} records, {sample_size} gets per read mode, median of {runs} runs, '
-          f'fresh stores each run; one write transaction per insert', file=err)
-    print('settings: LMDB map_size 4 GiB, sync=False; LevelDB sync=False, compacted '
-          'before the reads; sqlite3 '
-          f'journal_mode=OFF, synchronous=OFF, cache_size {SQLITE_CACHE_KIB // 1024} MiB, '
-          'indexes created before the load', file=err)
-    print('ratio_vs_raw: ListEngine is compared with raw lmdb. Raw loops and '
-          'sqlite3 pack or bind their keys inside the timed loop; raw lmdb "insert" '
-          'uses txn.replace(); raw plyvel "insert" reads the committed DB (not its '
-          'own batch)', file=err)
 
-    records_data = Data(n, sample_size)
-    times = {}
-    tmp = tempfile.mkdtemp(prefix='centidb-benchy-')
+
+def main():
+    args = parse_args()
+    if args.rss_child:
+        task, backend, n, path = args.rss_child
+        return rss_child(task, backend, int(n), path)
+    n, err = args.records, sys.stderr
+    needed = {SQLITE} | set(args.engines) | {RAW_OF[engine] for engine in args.engines}
+    if 'ListEngine' in needed:
+        needed.add('LmdbEngine')    # ratio_vs_lmdbengine
+    backends = [backend for backend in BACKENDS if backend in needed]
+    context(err)
+    tmp = scratch('centidb-benchy-', ['/dev/shm'])
+    if args.rss:
+        print(f'--rss: {n} records; one child process per task and backend; stores in '
+              f'{tmp} ({fs_type(tmp)})', file=err)
+        try:
+            rss_table(backends, n, tmp, err)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    modes = [mode for mode in MODES if mode in args.modes]
+    data = Data(n, min(SAMPLE, n), args.durable_records, args.chunked_records)
+    durable = scratch('centidb-benchy-durable-', ['/var/tmp'])
+    print(f'{n} records; {len(data.sample_keys)} gets per read mode '
+          f'({len(data.batched_keys)} batched); {len(data.range_starts)} ranges of up to '
+          f'{RANGE_LEN}; '
+          f'{len(data.update_keys)} updated; {len(data.chunked_records)} in 1000/txn, '
+          f'{len(data.durable_records)} durable; median '
+          f'of {args.runs} runs (reads: the best of {args.passes} passes in each), '
+          f'fresh stores each run', file=err)
+    print(f'stores in {tmp} ({fs_type(tmp)}); durable stores in {durable} '
+          f'({fs_type(durable)})', file=err)
+    print('settings: LMDB map_size 4 GiB, sync=False (durable: True); LevelDB sync=False '
+          '(durable: True), compacted before the reads and after batching; sqlite3 '
+          f'journal_mode=OFF, synchronous=OFF (durable: WAL, FULL), cache_size '
+          f'{SQLITE_CACHE_KIB // 1024} MiB, indexes created before the load; batches: '
+          f'zlib, {BATCH_RECS} records', file=err)
+    print('ratio_vs_raw: ListEngine is compared with raw lmdb. Raw loops and sqlite3 '
+          'pack or bind their keys inside the timed loop; raw lmdb "insert" uses '
+          'txn.replace(); raw plyvel "insert" reads the committed DB (not its own '
+          'batch). Baselines\' put_many and batched rows repeat their insert +2 idx and '
+          'unbatched measurements', file=err)
+    times, sizes, spent, began = {}, {}, {}, time.perf_counter()
     try:
-        total = runs * len(backends) * len(modes)
+        total = sum(1 for run in range(args.runs) for backend in backends for mode in modes
+                    if not (mode == DURABLE and backend == 'ListEngine'))
         with tqdm(total=total, file=err, unit='case', dynamic_ncols=True) as bar:
-            for run in range(runs):
+            for run in range(args.runs):
                 for backend in backends:
-                    bar.set_description(f'run {run + 1}/{runs} {backend}')
+                    bar.set_description(f'run {run + 1}/{args.runs} {backend}')
                     path = os.path.join(tmp, backend.replace(' ', '-'))
-                    run_backend(backend, path, records_data, modes, times,
-                                lambda: bar.update(1))
+                    if backend == SQLITE:
+                        path += '.sqlite'
+                    run_backend(backend, path, data, modes, times, lambda: bar.update(1),
+                                sizes=sizes if run == 0 else None, durable_dir=durable,
+                                passes=args.passes, spent=spent, verify=run == 0)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(durable, ignore_errors=True)
+    print(f'wall time {time.perf_counter() - began:.0f} s; by mode (all backends and runs, '
+          'setup and checks included): ' + ', '.join(
+              f'{mode} {seconds:.0f} s' for mode, seconds in spent.items()), file=err)
 
     writer = csv.writer(sys.stdout, lineterminator='\n')
     writer.writerow(COLUMNS)
-    writer.writerows(rows(times, backends, modes, n, sample_size))
+    writer.writerows(rows(times, sizes, backends, modes, data))
 
 
 if __name__ == '__main__':

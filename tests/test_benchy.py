@@ -1,4 +1,4 @@
-"""examples/benchy.py --quick prints the full benchmark table, and only that."""
+"""examples/benchy.py --quick prints the full benchmark table, and only that; --rss its memory table."""
 
 import csv
 import io
@@ -10,12 +10,27 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLUMNS = ['engine', 'mode', 'records', 'keys_written', 'seconds', 'records_per_s',
-           'keys_per_s', 'ratio_vs_raw', 'ratio_vs_sqlite']
+           'keys_per_s', 'ratio_vs_raw', 'ratio_vs_sqlite', 'ratio_vs_lmdbengine',
+           'bytes_on_disk']
+RSS_COLUMNS = ['engine', 'task', 'records', 'seconds', 'baseline_rss_bytes',
+               'peak_rss_bytes', 'peak_rss_per_record']
 ENGINES = ['sqlite3', 'raw lmdb', 'LmdbEngine', 'raw plyvel', 'PlyvelEngine', 'ListEngine']
-INSERTS = {'insert blind': 1, 'insert blind +2 idx': 3, 'insert': 1, 'insert +2 idx': 3}
-READS = ['get by key', 'get by index', 'index range scan']
 CENTIDB = {'LmdbEngine', 'PlyvelEngine', 'ListEngine'}
+DURABLE = 'insert +2 idx 1000/txn durable'
+#: Load modes -> engine keys written per record.
+LOADS = {'insert blind': 1, 'insert blind +2 idx': 3, 'insert': 1, 'insert +2 idx': 3,
+         'put_many +2 idx': 3, 'insert +2 idx 1000/txn': 3, DURABLE: 3}
+#: The default run's reads ('index range scan', a scan of the whole index,
+#: runs only when selected).
+READS = ['get by key', 'get by index', 'index ranges of 1000', 'full scan', 'group counts']
+UPDATE = 'update 10%'
+BATCHED = {'get by key batched': 'get by key', 'full scan batched': 'full scan'}
+MODES = [*LOADS, *READS, UPDATE, *BATCHED]
 QUICK_RECORDS = 2000            # examples/benchy.py QUICK_RECORDS
+#: Records per row under --quick: the loads, reads and scans see every
+#: record; 2 ranges of 1,000 (one per 1,000 records); a tenth updated.
+QUICK_COUNTS = {**{mode: QUICK_RECORDS for mode in MODES}, UPDATE: QUICK_RECORDS // 10,
+                'index range scan': QUICK_RECORDS}
 
 
 def benchy(*args):
@@ -24,10 +39,10 @@ def benchy(*args):
                           env=dict(os.environ, PYTHONPATH=ROOT))
 
 
-def table(result):
+def table(result, columns=COLUMNS):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert lines and lines[0] == ','.join(COLUMNS), result.stdout
+    assert lines and lines[0] == ','.join(columns), result.stdout
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert len(lines) == len(rows) + 1, 'stdout holds something besides the CSV'
     for row in rows:
@@ -47,20 +62,23 @@ def rows(quick_run):
 
 def test_one_row_per_engine_and_mode(rows):
     seen = [(row['engine'], row['mode']) for row in rows]
-    assert seen == [(engine, mode) for engine in ENGINES for mode in [*INSERTS, *READS]]
+    assert seen == [(engine, mode) for engine in ENGINES for mode in MODES
+                    if not (engine == 'ListEngine' and mode == DURABLE)]
 
 
 def test_counts_and_rates(rows):
     for row in rows:
         records, keys_written = int(row['records']), int(row['keys_written'])
-        assert 0 < records <= QUICK_RECORDS, row
+        assert records == QUICK_COUNTS[row['mode']], row
         assert float(row['seconds']) > 0 and float(row['records_per_s']) > 0, row
-        if row['mode'] in INSERTS:
-            assert records == QUICK_RECORDS, row
-            assert keys_written == records * INSERTS[row['mode']], row
-            assert float(row['keys_per_s']) >= float(row['records_per_s']), row
+        if row['mode'] in LOADS:
+            assert keys_written == records * LOADS[row['mode']], row
+        elif row['mode'] == UPDATE:
+            assert keys_written == 2 * records, row     # the record and its new entry
         else:
             assert keys_written == 0 and row['keys_per_s'] == '', row
+        if keys_written:
+            assert float(row['keys_per_s']) >= float(row['records_per_s']), row
 
 
 def test_ratios_where_promised(rows):
@@ -71,12 +89,43 @@ def test_ratios_where_promised(rows):
             assert row['ratio_vs_raw'] == '', row
             if row['engine'] == 'sqlite3':
                 assert row['ratio_vs_sqlite'] == '', row
+        if row['engine'] == 'ListEngine':
+            assert float(row['ratio_vs_lmdbengine']) > 0, row
+        else:
+            assert row['ratio_vs_lmdbengine'] == '', row
+
+
+def test_sizes_on_disk(rows):
+    """Non-blind loads, and the reads compared with their batched twins, have a size."""
+    sized = {'insert', 'insert +2 idx', 'put_many +2 idx', 'insert +2 idx 1000/txn', DURABLE,
+             *BATCHED, *BATCHED.values()}
+    sizes = {(row['engine'], row['mode']): row['bytes_on_disk'] for row in rows}
+    for (engine, mode), size in sizes.items():
+        if engine == 'ListEngine' or mode not in sized:
+            assert size == '', (engine, mode)
+        else:
+            assert int(size) > 0, (engine, mode)
+    # zlib batches are smaller in LevelDB (in LMDB, each batch's overflow
+    # pages round it up to whole pages, so at this size they are not).
+    assert int(sizes['PlyvelEngine', 'full scan batched']) < int(sizes['PlyvelEngine', 'full scan'])
+    # Two indexes take room.
+    assert all(int(sizes[engine, 'insert +2 idx']) > int(sizes[engine, 'insert'])
+               for engine in ENGINES if engine != 'ListEngine')
+
+
+def test_baselines_repeat_what_they_have_no_call_for(rows):
+    """A baseline's put_many and batched rows are its insert +2 idx and unbatched rows."""
+    by = {(row['engine'], row['mode']): row for row in rows}
+    for engine in ('sqlite3', 'raw lmdb', 'raw plyvel'):
+        for mode, same in {'put_many +2 idx': 'insert +2 idx', **BATCHED}.items():
+            assert by[engine, mode]['seconds'] == by[engine, same]['seconds'], (engine, mode)
 
 
 def test_context_goes_to_stderr(quick_run):
     assert 'keylib.IMPL' in quick_run.stderr
     assert 'sqlite3 library' in quick_run.stderr
     assert f'{QUICK_RECORDS} records' in quick_run.stderr
+    assert 'durable stores in' in quick_run.stderr
 
 
 def test_selection_brings_its_baselines():
@@ -87,10 +136,36 @@ def test_selection_brings_its_baselines():
                     for mode in ('insert', 'get by index')]
 
 
+def test_list_engine_brings_lmdb_engine():
+    rows = table(benchy('--records', '300', '--runs', '1', '--engines', 'ListEngine',
+                        '--modes', 'full scan batched,update 10%,index range scan'))
+    seen = [(row['engine'], row['mode']) for row in rows]
+    assert seen == [(engine, mode) for engine in ('sqlite3', 'raw lmdb', 'LmdbEngine', 'ListEngine')
+                    for mode in ('index range scan', UPDATE, 'full scan batched')]
+    assert all(float(row['ratio_vs_lmdbengine']) > 0 for row in rows
+               if row['engine'] == 'ListEngine')
+
+
 def test_unknown_engine_is_refused():
     result = benchy('--quick', '--engines', 'NoSuchEngine')
     assert result.returncode == 2
     assert 'NoSuchEngine' in result.stderr and result.stdout == ''
+
+
+def test_rss_table():
+    """--rss: one child per task and backend, each reporting its peak RSS growth."""
+    rows = table(benchy('--rss', '--records', '300', '--engines', 'LmdbEngine'), RSS_COLUMNS)
+    seen = [(row['engine'], row['task']) for row in rows]
+    backends = ['sqlite3', 'raw lmdb', 'LmdbEngine']
+    assert seen == ([(engine, 'import +2 idx') for engine in backends]
+                    + [('LmdbEngine', 'put_many +2 idx')]
+                    + [(engine, 'add_index') for engine in backends])
+    for row in rows:
+        assert int(row['records']) == 300 and float(row['seconds']) > 0, row
+        baseline, peak = int(row['baseline_rss_bytes']), int(row['peak_rss_bytes'])
+        assert 0 < baseline <= peak, row
+        assert float(row['peak_rss_per_record']) == pytest.approx((peak - baseline) / 300,
+                                                                  abs=0.1), row
 
 
 def test_chart_script_draws_the_quick_table(quick_run, tmp_path):
