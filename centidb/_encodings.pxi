@@ -1,4 +1,4 @@
-# Twin of centidb.encodings.msgpack_decoder. Included by _speedups.pyx; the
+# Twins of centidb.encodings.msgpack_decoder and msgpack_encoder. Included by _speedups.pyx; the
 # record reader calls the decoder it makes without a Python call.
 
 cdef class MsgpackDecode:
@@ -24,3 +24,32 @@ def msgpack_decoder(unpackb, ext_hook):
     decode.unpackb = unpackb
     decode.ext_hook = ext_hook
     return decode
+
+
+cdef class MsgpackEncode:
+    """Mirrors the ``encode`` that centidb.encodings.msgpack_encoder returns."""
+
+    cdef object local, make_packer, pack_surrogates
+
+    cdef object run(self, value):
+        try:
+            packer = self.local.packer
+        except AttributeError:
+            packer = self.local.packer = self.make_packer()
+        try:
+            return packer.pack(value)
+        except UnicodeEncodeError:
+            return self.pack_surrogates(value)
+
+    def __call__(self, value):
+        return self.run(value)
+
+
+@cython.binding(True)
+def msgpack_encoder(make_packer, pack_surrogates):
+    """Mirrors centidb.encodings.msgpack_encoder."""
+    cdef MsgpackEncode encode = MsgpackEncode.__new__(MsgpackEncode)
+    encode.local = _threading.local()
+    encode.make_packer = make_packer
+    encode.pack_surrogates = pack_surrogates
+    return encode

@@ -20,6 +20,13 @@ def index_entries(tuple specs, data, bytes tail):
     return entries
 
 
+cdef inline object encode_value(encode, data):
+    """encode(data), without a Python call for the msgpack encoder's twin."""
+    if type(encode) is MsgpackEncode:
+        return (<MsgpackEncode>encode).run(data)
+    return encode(data)
+
+
 cdef inline tuple as_key(object value):
     """Mirrors centidb.records.as_key."""
     if type(value) is tuple:
@@ -155,10 +162,10 @@ cdef class RecordWriter:
         if key is None:
             if self.key_func is None:
                 return None
-            encoded = self.encode(data)
+            encoded = encode_value(self.encode, data)
             key = self.key_func(data)
         else:
-            encoded = self.encode(data)
+            encoded = encode_value(self.encode, data)
         value = self.header + (encoded if self.compress is None else self.compress(encoded))
         key = as_key(key)
         key_bytes = pack_entry(key, self.prefix, b'')
@@ -214,7 +221,7 @@ cdef class RecordWriter:
         next_id = first_id
         start = PyBytes_GET_SIZE(prefix)
         for data in datas:
-            encoded = encode(data)
+            encoded = encode_value(encode, data)
             if counting:
                 key = (next_id,)
                 next_id += 1
@@ -260,7 +267,7 @@ cdef class RecordWriter:
         for entry in stale:
             etxn.delete(entry)
         if writes:
-            put_many(etxn, writes)
+            etxn._put_many(writes)
         return keys
 
 

@@ -38,6 +38,13 @@ def msgpack_decoder(unpackb: Callable[..., Any],
 class MsgpackDecode:
     def __call__(self, data: bytes) -> Any: ...
 
+def msgpack_encoder(make_packer: Callable[[], Any],
+                    pack_surrogates: Callable[[Any], bytes]) -> Callable[[Any], bytes]: ...
+
+@disjoint_base
+class MsgpackEncode:
+    def __call__(self, value: Any) -> bytes: ...
+
 # --- _records.pxi: centidb/records.py ------------------------------------------
 # Typed as the pure classes are. The stub names the store transactions and
 # engine transactions the twins are handed (types only: a stub is never

@@ -3,7 +3,7 @@
 
 * ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, mirroring
   ``centidb/keylib.py``;
-* ``_encodings.pxi``: ``msgpack_decoder``, mirroring ``centidb/encodings.py``;
+* ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
   ``RecordReader``, mirroring ``centidb/records.py``.
 
@@ -21,6 +21,7 @@ with ``centidb.keyformat``.
 """
 
 import datetime as _dt
+import threading as _threading
 import uuid as _uuid
 
 cimport cython
@@ -45,7 +46,7 @@ cdef extern from "Python.h":
 
 #: The names this module provides, each the twin of the pure-Python name.
 TWINS = ('packs', 'unpacks', 'unpacks_list', 'index_entries', 'Record',
-         'RecordWriter', 'RecordReader', 'msgpack_decoder')
+         'RecordWriter', 'RecordReader', 'msgpack_decoder', 'msgpack_encoder')
 
 include "_keylib.pxi"
 include "_encodings.pxi"

@@ -392,7 +392,7 @@ class RecordWriter:
         for entry in stale:
             etxn.delete(entry)
         if writes:
-            put_many(etxn, writes)
+            etxn._put_many(writes)   # once per list: the engine's bulk path (LMDB may append)
         return keys
 
 
