@@ -9,6 +9,7 @@ of a database directory, for the engines on disk, are in
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 import weakref
@@ -436,12 +437,7 @@ class EngineTransaction:
         """The lists of :meth:`item_chunks`, cut from ``_items``; engines may read faster."""
         items = self._items(lo, hi, reverse)
         try:
-            for size in _chunk_sizes():
-                chunk = list(itertools.islice(items, size))
-                if chunk:
-                    yield chunk
-                if len(chunk) < size:
-                    return
+            yield from chunked(items, None, None, reverse)
         finally:
             close = getattr(items, 'close', None)
             if close is not None:
@@ -458,6 +454,39 @@ class EngineTransaction:
 MAX_CHUNK = 1024
 #: The first list is this short, so that a query that stops early reads little.
 _FIRST_CHUNK = 16
+
+
+def chunked(pairs: Iterator[Item], lo: bytes | None, hi: bytes | None,
+            reverse: bool) -> Generator[list[Item], None, None]:
+    """Cut the ordered `pairs` into the lists of ``item_chunks``, stopping at the range's end.
+
+    :param pairs: ``(key, value)`` pairs in key order (descending if
+        `reverse`), starting inside the range.
+    :param lo: in reverse, stop before the first key below it (else ignored).
+    :param hi: going forward, stop at the first key not below it (else ignored).
+    :param reverse: the pairs descend.
+    """
+    for size in _chunk_sizes():
+        chunk = list(itertools.islice(pairs, size))
+        if reverse:
+            if lo is not None and chunk and chunk[-1][0] < lo:
+                end = len(chunk)
+                while end and chunk[end - 1][0] < lo:
+                    end -= 1
+                del chunk[end:]
+                if chunk:
+                    yield chunk
+                return
+        elif hi is not None and chunk and chunk[-1][0] >= hi:
+            # (hi,) sorts before every pair whose key is hi.
+            del chunk[bisect.bisect_left(chunk, (hi,)):]
+            if chunk:
+                yield chunk
+            return
+        if chunk:
+            yield chunk
+        if len(chunk) < size:
+            return
 
 
 def _no_chunks() -> Generator[list[Item], None, None]:

@@ -15,7 +15,7 @@ from centidb.engines.base import (
     Item,
     ItemIterator,
     _bad_key,
-    _chunk_sizes,
+    chunked,
     _check_bounds,
 )
 from centidb.engines.paths import prepare_directory as _prepare_directory
@@ -289,20 +289,7 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
         else:
             pairs = self._snapshot.iterator(start=lo, stop=hi)
         try:
-            for size in _chunk_sizes():
-                chunk = list(itertools.islice(pairs, size))
-                if reverse and lo is not None and chunk and chunk[-1][0] < lo:
-                    end = len(chunk)
-                    while end and chunk[end - 1][0] < lo:
-                        end -= 1
-                    del chunk[end:]
-                    if chunk:
-                        yield chunk
-                    return
-                if chunk:
-                    yield chunk
-                if len(chunk) < size:
-                    return
+            yield from chunked(pairs, lo, None, reverse)
         finally:
             pairs.close()
 

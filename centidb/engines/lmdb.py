@@ -23,7 +23,7 @@ from centidb.engines.base import (
     ItemIterator,
     _bad_key,
     _check_bounds,
-    _chunk_sizes,
+    chunked,
     _not_bytes,
 )
 from centidb.engines.paths import file_on_path as _file_on_path
@@ -626,27 +626,7 @@ class _LmdbTransaction(EngineTransaction):
             if not (cursor.first() if lo is None else cursor.set_range(lo)):
                 return
             pairs = cursor.iternext()
-        for size in _chunk_sizes():
-            chunk = list(itertools.islice(pairs, size))
-            if reverse:
-                if lo is not None and chunk and chunk[-1][0] < lo:
-                    end = len(chunk)
-                    while end and chunk[end - 1][0] < lo:
-                        end -= 1
-                    del chunk[end:]
-                    if chunk:
-                        yield chunk
-                    return
-            elif hi is not None and chunk and chunk[-1][0] >= hi:
-                # (hi,) sorts before every pair whose key is hi.
-                del chunk[bisect.bisect_left(chunk, (hi,)):]
-                if chunk:
-                    yield chunk
-                return
-            if chunk:
-                yield chunk
-            if len(chunk) < size:
-                return
+        yield from chunked(pairs, lo, hi, reverse)
 
     def _commit(self) -> None:
         try:
