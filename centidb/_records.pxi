@@ -104,6 +104,19 @@ cdef object put_many(etxn, list writes):
             etxn._put_many_failed(exc, writes)
 
 
+cdef object put_one(etxn, bytes key, bytes value):
+    """Mirrors centidb.records.put_one."""
+    fast_put = etxn._fast_put
+    if fast_put is None:
+        put_many(etxn, [(key, value)])
+    else:
+        etxn.writes += 1
+        try:
+            fast_put(key, value)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, value)])
+
+
 cdef class RecordWriter:
     """Mirrors centidb.records.RecordWriter."""
 
@@ -169,8 +182,11 @@ cdef class RecordWriter:
         value = self.header + (encoded if self.compress is None else self.compress(encoded))
         key = as_key(key)
         key_bytes = pack_entry(key, self.prefix, b'')
-        entry_tail = _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):]
-        entries = index_entries(self.specs, data, entry_tail)
+        if self.specs:
+            entry_tail = _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):]
+            entries = index_entries(self.specs, data, entry_tail)
+        else:
+            entry_tail, entries = b'', []
         if self.limit is not None:
             limit = self.limit
             too_long = PyBytes_GET_SIZE(key_bytes) > limit
@@ -179,11 +195,14 @@ cdef class RecordWriter:
                     too_long = True
             if too_long:
                 self.too_long(key, key_bytes, entries)
-        writes = [(key_bytes, value)]
         old = None
         if not blind and self.indexes:
             get = etxn._fast_get
             old = etxn.get(key_bytes) if get is None else get(key_bytes)
+        if not entries and old is None:
+            put_one(etxn, key_bytes, value)
+            return new_record(self.coll, data, key, value, entries, self.indexes)
+        writes = [(key_bytes, value)]
         if old is None:
             for entry in entries:
                 writes.append((entry, b''))

@@ -179,6 +179,7 @@ class _HeldWrites:
     """
 
     _fast_put_many = None
+    _fast_put = None
 
     def __init__(self, etxn: EngineTransaction) -> None:
         self.etxn = etxn

@@ -185,6 +185,26 @@ def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
             etxn._put_many_failed(exc, writes)
 
 
+def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
+    """Write one checked ``(key, value)`` pair through the engine's fastest path.
+
+    Without the engine's ``_fast_put`` it is :func:`put_many` of one pair.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param key: the key bytes.
+    :param value: the value bytes.
+    """
+    fast_put = etxn._fast_put
+    if fast_put is None:
+        put_many(etxn, [(key, value)])
+    else:
+        etxn.writes += 1
+        try:
+            fast_put(key, value)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, value)])
+
+
 class RecordWriter:
     """The common case of ``Collection.put``, prepared for one collection.
 
@@ -282,18 +302,24 @@ class RecordWriter:
         value = self.header + (encoded if self.compress is None else self.compress(encoded))
         key = as_key(key)
         key_bytes = keylib.packs(key, self.prefix)
-        entry_tail = ENTRY_SEP + key_bytes[len(self.prefix):]
-        entries = index_entries(self.specs, data, entry_tail)
+        if self.specs:
+            entry_tail = ENTRY_SEP + key_bytes[len(self.prefix):]
+            entries = index_entries(self.specs, data, entry_tail)
+        else:
+            entry_tail, entries = _EMPTY, []
         limit = self.limit
         if limit is not None and (len(key_bytes) > limit
                                   or any(len(entry) > limit for entry in entries)):
             self.too_long(key, key_bytes, entries)
-        writes = [(key_bytes, value)]
         old = None
         if not blind and self.indexes:
             # Every key is within the engine's limit now: the unchecked getter is safe.
             get = etxn._fast_get
             old = etxn.get(key_bytes) if get is None else get(key_bytes)
+        if not entries and old is None:
+            put_one(etxn, key_bytes, value)
+            return Record(self.coll, data, key, value, entries, self.indexes)
+        writes = [(key_bytes, value)]
         if old is None:
             writes += [(entry, _EMPTY) for entry in entries]
         else:

@@ -44,6 +44,7 @@ class Savepoint:
     #: The unchecked paths are not offered: every write must be remembered.
     _fast_get = None
     _fast_put_many = None
+    _fast_put = None
 
     def __init__(self, etxn: EngineTransaction, what: str = 'these writes') -> None:
         self.etxn = etxn

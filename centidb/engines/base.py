@@ -93,6 +93,11 @@ class EngineTransaction:
         #: ``len(pairs)`` to :attr:`writes`, and passes any exception it
         #: raises to :meth:`_put_many_failed`. ``None``: use ``_put_many``.
         self._fast_put_many: Callable[[list[Item]], object] | None = None
+        #: Likewise a callable ``(key, value)`` that stores one pair with no
+        #: checks; the caller adds 1 to :attr:`writes` and passes any
+        #: exception, with the list of that pair, to
+        #: :meth:`_put_many_failed`. ``None``: use ``_put_many``.
+        self._fast_put: Callable[[bytes, bytes], object] | None = None
         self._state = _OPEN
         self._registered = False
 

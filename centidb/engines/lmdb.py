@@ -458,6 +458,7 @@ class _LmdbTransaction(EngineTransaction):
             # One record's keys: putmulti itself (C). Long lists take
             # _put_many, which may append.
             self._fast_put_many = self._putmulti
+            self._fast_put = self._shared_cursor().put
 
     def _shared_cursor(self) -> lmdb.Cursor[bytes]:
         if self._cursor is None:
@@ -649,7 +650,7 @@ class _LmdbTransaction(EngineTransaction):
         if self._txn is not None:
             # None once ended: every method checks the state before using _txn.
             self._txn = None  # type: ignore[assignment]
-            self._cursor = self._fast_get = self._fast_put_many = None
+            self._cursor = self._fast_get = self._fast_put_many = self._fast_put = None
             self._putmulti = None  # type: ignore[assignment]  # used only while open
             self.engine._release_active()
 
