@@ -5,6 +5,7 @@ Usage: python examples/benchy.py [--records 235886] [--runs 3] [--passes 3]
        [--engines LmdbEngine,PlyvelEngine,ListEngine] [--modes ...] [--quick]
        > benchy.csv
        python examples/benchy.py --rss [--records 1000000] [--engines ...] > rss.csv
+       python examples/benchy.py --etcd [--records 20000] [--runs 3] [--quick] > etcd.csv
 
 Workload: N records ``{'stub': 150 hex chars, 'name': word, 'location':
 word.upper()}``, the same on every machine (words are generated from a fixed
@@ -113,6 +114,10 @@ and sqlite3's page cache (up to 256 MiB). ListEngine's ``add_index`` child
 loads its store (1,000 records a commit) before its baseline; the others
 open a store an earlier child wrote (and, for LevelDB, compacted, so that
 opening it replays no log into memory).
+
+``--etcd`` prints the EtcdEngine table instead (default 20,000 records), on
+etcd clusters of 1 and 3 members it starts itself: see
+examples/benchy_etcd.py.
 """
 
 from __future__ import annotations
@@ -147,6 +152,7 @@ from benchy_backends import (BATCH_RECS, LMDB_MAP_SIZE, MOVED, RANGE_LEN,  # noq
                              SQLITE_CACHE_KIB, SQLITE_PRAGMAS, Centidb, Sqlite, key_func,
                              open_collection, open_store, rev_location, rev_name, wipe)
 from benchy_raw import RawLmdb, RawPlyvel  # noqa: E402
+from benchy_etcd import ETCD_RECORDS, etcd_sample, etcd_table  # noqa: E402
 from centidb import keylib  # noqa: E402
 
 RECORDS = 235886
@@ -625,15 +631,21 @@ def parse_args():
                         default=list(ENGINES), help='comma list of centidb engines')
     parser.add_argument('--modes', type=comma_list(MODES, 'mode'),
                         default=list(DEFAULT_MODES),
-                        help='comma list of: ' + ', '.join(MODES) + ' (default: all but '
+                        help='comma list of: ' + ', '.join(MODES).replace('%', '%%') + ' (default: all but '
                              'index range scan)')
     parser.add_argument('--quick', action='store_true',
                         help=f'smoke test: {QUICK_RECORDS} records, 1 run, 1 pass')
     parser.add_argument('--rss', action='store_true',
                         help='print the peak-memory table instead (one child per task)')
     parser.add_argument('--rss-child', nargs=4, help=argparse.SUPPRESS)
+    parser.add_argument('--etcd', action='store_true',
+                        help=f'print the EtcdEngine table instead: a raw etcd loop and '
+                             f'EtcdEngine on 1 and 3 members (default {ETCD_RECORDS} records)')
     args = parser.parse_args()
-    default_n = RSS_RECORDS if args.rss else QUICK_RECORDS if args.quick else RECORDS
+    if args.etcd and args.rss:
+        parser.error('--etcd and --rss are two different tables: choose one')
+    default_n = (RSS_RECORDS if args.rss else QUICK_RECORDS if args.quick
+                 else ETCD_RECORDS if args.etcd else RECORDS)
     args.records = default_n if args.records is None else args.records
     args.runs = (1 if args.quick else RUNS) if args.runs is None else args.runs
     args.passes = (1 if args.quick else PASSES) if args.passes is None else args.passes
@@ -667,6 +679,8 @@ def main():
         needed.add('LmdbEngine')    # ratio_vs_lmdbengine
     backends = [backend for backend in BACKENDS if backend in needed]
     context(err)
+    if args.etcd:
+        return etcd_table(Data(n, etcd_sample(n)), args.runs, args.passes, best_of, check, err)
     tmp = scratch('centidb-benchy-', ['/dev/shm'])
     if args.rss:
         print(f'--rss: {n} records; one child process per task and backend; stores in '

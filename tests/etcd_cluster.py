@@ -72,15 +72,17 @@ class EtcdCluster:
     :param max_txn_ops: the members' ``--max-txn-ops``.
     :param fsync: False passes ``--unsafe-no-fsync`` where the binary has
         it (tests: a killed member still finds its writes in the page cache).
+    :param parent: the directory to make the data directory in (default:
+        the system's temporary directory).
     """
 
-    def __init__(self, size=3, *, binary=None, max_txn_ops=128, fsync=False):
+    def __init__(self, size=3, *, binary=None, max_txn_ops=128, fsync=False, parent=None):
         self.size = size
         self.binary = binary or find_etcd()
         if self.binary is None:
             raise FileNotFoundError('no etcd binary: run dev/setup.sh')
         self.max_txn_ops = max_txn_ops
-        self.directory = tempfile.mkdtemp(prefix='centidb-etcd-')
+        self.directory = tempfile.mkdtemp(prefix='centidb-etcd-', dir=parent)
         ports = _free_ports(2 * size)
         self.client_ports = ports[:size]
         self.peer_ports = ports[size:]

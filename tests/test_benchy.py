@@ -1,4 +1,5 @@
-"""examples/benchy.py --quick prints the full benchmark table, and only that; --rss its memory table."""
+"""examples/benchy.py --quick prints the full benchmark table, and only that; --rss its memory
+table; --etcd the EtcdEngine table (when an etcd binary is installed)."""
 
 import csv
 import io
@@ -7,6 +8,8 @@ import subprocess
 import sys
 
 import pytest
+
+from etcd_cluster import require_etcd
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLUMNS = ['engine', 'mode', 'records', 'keys_written', 'seconds', 'records_per_s',
@@ -31,11 +34,16 @@ QUICK_RECORDS = 2000            # examples/benchy.py QUICK_RECORDS
 #: record; 2 ranges of 1,000 (one per 1,000 records); a tenth updated.
 QUICK_COUNTS = {**{mode: QUICK_RECORDS for mode in MODES}, UPDATE: QUICK_RECORDS // 10,
                 'index range scan': QUICK_RECORDS}
+ETCD_COLUMNS = ['members', 'engine', 'mode', 'records', 'keys_written', 'seconds',
+                'records_per_s', 'keys_per_s', 'ratio_vs_raw']
+#: --etcd --quick: mode -> records (a tenth read by key; 2 ranges of 1,000).
+ETCD_COUNTS = {'put_many blind +2 idx': QUICK_RECORDS, 'get by key': QUICK_RECORDS // 10,
+               'get_many': QUICK_RECORDS // 10, 'index ranges of 1000': QUICK_RECORDS}
 
 
-def benchy(*args):
+def benchy(*args, timeout=120):
     return subprocess.run([sys.executable, os.path.join(ROOT, 'examples', 'benchy.py'),
-                           *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
+                           *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT,
                           env=dict(os.environ, PYTHONPATH=ROOT))
 
 
@@ -183,3 +191,33 @@ def test_chart_script_draws_the_quick_table(quick_run, tmp_path):
                           os.path.join(ROOT, 'tests', 'key_vectors.csv'), str(png_path)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and 'not a benchy.csv table' in bad.stderr
+
+
+def test_etcd_table():
+    """--etcd --quick: a raw etcd loop and EtcdEngine on clusters of 1 and 3 members."""
+    require_etcd()
+    result = benchy('--etcd', '--quick', timeout=90)
+    rows = table(result, ETCD_COLUMNS)
+    seen = [(row['members'], row['engine'], row['mode']) for row in rows]
+    assert seen == [(members, engine, mode) for members in ('1', '3')
+                    for engine in ('raw etcd', 'EtcdEngine') for mode in ETCD_COUNTS]
+    for row in rows:
+        assert int(row['records']) == ETCD_COUNTS[row['mode']], row
+        assert float(row['seconds']) > 0 and float(row['records_per_s']) > 0, row
+        if row['mode'] == 'put_many blind +2 idx':
+            assert int(row['keys_written']) == 3 * QUICK_RECORDS, row
+            assert float(row['keys_per_s']) > float(row['records_per_s']), row
+        else:
+            assert row['keys_written'] == '0' and row['keys_per_s'] == '', row
+        if row['engine'] == 'EtcdEngine':
+            assert float(row['ratio_vs_raw']) > 0, row
+        else:
+            assert row['ratio_vs_raw'] == '', row
+    assert 'keylib.IMPL' in result.stderr and 'fsync on' in result.stderr
+    assert f'--etcd: {QUICK_RECORDS} records' in result.stderr
+
+
+def test_etcd_and_rss_are_refused_together():
+    result = benchy('--etcd', '--rss')
+    assert result.returncode == 2
+    assert '--etcd and --rss' in result.stderr and result.stdout == ''
