@@ -5,6 +5,7 @@ Usage: python benchmarks/callgrind_ops.py {centidb,raw} OP PASSES
 OP is one of ``scan`` (every record decoded), ``range`` (20 index ranges of
 1,000 records, each fetched and decoded), ``get``, ``iget`` (get by index),
 ``update`` (5,000 records change their indexed field, a commit per 1,000),
+``update_rec`` (the same through ``get(rec=True)`` and ``put(record)``),
 ``put_many``, ``insert2`` (blind puts, two indexes) and ``blind0`` (blind
 puts, no index). 20,000 benchy-like records; read and update operations
 load them first, then run PASSES passes. Instruction counts do not depend
@@ -75,6 +76,14 @@ def centidb_pass(store, coll):
                     value['location'] += 'X'
                     coll.put(value, txn=txn, key=key_func(rec))
         return
+    if op == 'update_rec':
+        for i in range(0, len(sample), 1000):
+            with store.begin(write=True) as txn:
+                for rec in sample[i:i + 1000]:
+                    record = coll.get(key_func(rec), txn=txn, rec=True)
+                    record.data['location'] += 'X'
+                    coll.put(record, txn=txn)
+        return
     with store.begin() as txn:
         if op == 'scan':
             for _ in coll.values(txn=txn):
@@ -109,7 +118,7 @@ def raw_load(txn, indexed=True):
 
 
 def raw_pass(env):
-    if op == 'update':
+    if op in ('update', 'update_rec'):
         for i in range(0, len(sample), 1000):
             with env.begin(write=True) as txn:
                 for rec in sample[i:i + 1000]:

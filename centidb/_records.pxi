@@ -6,6 +6,11 @@
 @cython.binding(True)
 def index_entries(tuple specs, data, bytes tail):
     """Mirrors centidb.records.index_entries."""
+    return entries_of(specs, data, tail)
+
+
+cdef list entries_of(tuple specs, data, bytes tail):
+    # index_entries without a Python call, for this module's callers.
     cdef list entries = []
     cdef bytes prefix
     for func, prefix in specs:
@@ -82,15 +87,6 @@ cdef Record new_record(coll, data, key, stored, entries, indexes):
     return record
 
 
-cdef object delete_stale(etxn, old_entries, list entries):
-    """Mirrors centidb.records.delete_stale."""
-    if old_entries:
-        keep = set(entries)
-        for entry in old_entries:
-            if entry not in keep:
-                etxn.delete(entry)
-
-
 cdef object put_many(etxn, list writes):
     """Mirrors centidb.records.put_many."""
     fast_put_many = etxn._fast_put_many
@@ -104,6 +100,9 @@ cdef object put_many(etxn, list writes):
             etxn._put_many_failed(exc, writes)
 
 
+cdef Py_ssize_t _FEW = 8  # mirrors centidb.records._FEW
+
+
 cdef object put_one(etxn, bytes key, bytes value):
     """Mirrors centidb.records.put_one."""
     fast_put = etxn._fast_put
@@ -115,6 +114,19 @@ cdef object put_one(etxn, bytes key, bytes value):
             fast_put(key, value)
         except Exception as exc:
             etxn._put_many_failed(exc, [(key, value)])
+
+
+cdef object delete_one(etxn, bytes key):
+    """Mirrors centidb.records.delete_one."""
+    fast_delete = etxn._fast_delete
+    if fast_delete is None:
+        etxn.delete(key)
+    else:
+        etxn.writes += 1
+        try:
+            fast_delete(key)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, b'')])
 
 
 cdef class RecordWriter:
@@ -159,7 +171,7 @@ cdef class RecordWriter:
                 data = (<MsgpackDecode>self.decode_plain).run(old[1:])
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
-            return index_entries(self.specs, data, entry_tail)
+            return entries_of(self.specs, data, entry_tail)
         return self.old_entries(old, entry_tail)
 
     def write(self, txn, data, key, blind):
@@ -169,9 +181,16 @@ cdef class RecordWriter:
         cdef list entries, writes
         cdef bint too_long
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
-        if (not self.usable or self.counted or type(data) is Record
-                or type(data) is self.record_class):
+        if not self.usable or self.counted:
             return None
+        read = None
+        if type(data) is Record or type(data) is self.record_class:
+            read = data
+            if read.coll is not self.coll or read._indexes is not self.indexes:
+                return None
+            data = read.data
+            if key is None:
+                key = read.key
         if key is None:
             if self.key_func is None:
                 return None
@@ -184,7 +203,7 @@ cdef class RecordWriter:
         key_bytes = pack_entry(key, self.prefix, b'')
         if self.specs:
             entry_tail = _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):]
-            entries = index_entries(self.specs, data, entry_tail)
+            entries = entries_of(self.specs, data, entry_tail)
         else:
             entry_tail, entries = b'', []
         if self.limit is not None:
@@ -207,11 +226,17 @@ cdef class RecordWriter:
             for entry in entries:
                 writes.append((entry, b''))
         else:
-            old_entries = self.stored_entries(old, entry_tail)
-            delete_stale(etxn, old_entries, entries)
-            kept = set(old_entries)
+            if read is not None and read.key == key and read._stored == old:
+                old_entries = read._entries
+            else:
+                old_entries = self.stored_entries(old, entry_tail)
+            had = old_entries if len(old_entries) <= _FEW else set(old_entries)
+            has = entries if len(entries) <= _FEW else set(entries)
+            for entry in old_entries:
+                if entry not in has:
+                    delete_one(etxn, entry)
             for entry in entries:
-                if entry not in kept:
+                if entry not in had:
                     writes.append((entry, b''))
         put_many(etxn, writes)
         return new_record(self.coll, data, key, value, entries, self.indexes)
@@ -249,7 +274,7 @@ cdef class RecordWriter:
             value = header + (encoded if compress is None else compress(encoded))
             key_bytes = pack_entry(key, prefix, b'')
             entry_tail = _ENTRY_SEP + key_bytes[start:]
-            entries = index_entries(self.specs, data, entry_tail)
+            entries = entries_of(self.specs, data, entry_tail)
             if has_limit:
                 too_long = PyBytes_GET_SIZE(key_bytes) > limit
                 for entry in entries:
@@ -320,14 +345,15 @@ cdef class RecordReader:
 
     cdef readonly object txns, txn_class, decode_plain, decode, limit
     cdef readonly object batch_get, missing, corrupt_entry, corrupt_record
-    cdef readonly object corrupt_key, batch_items, end
+    cdef readonly object corrupt_key, batch_items, end, coll
+    cdef readonly tuple specs, indexes
     cdef readonly bytes prefix
     cdef readonly int plain_id, batch_flag
     cdef readonly bint batched
 
     def __init__(self, txns, txn_class, prefix, plain_id, decode_plain, decode, limit,
                  batched, batch_get, missing, corrupt_entry, corrupt_record, corrupt_key,
-                 batch_items, batch_flag, end):
+                 batch_items, batch_flag, end, coll=None, specs=(), indexes=()):
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -344,6 +370,9 @@ cdef class RecordReader:
         self.batch_items = batch_items
         self.batch_flag = batch_flag
         self.end = end
+        self.coll = coll
+        self.specs = specs
+        self.indexes = indexes
 
     cdef object stored(self, etxn, bytes key_bytes):
         if self.batched:
@@ -373,13 +402,30 @@ cdef class RecordReader:
     def get(self, txn, key, default):
         """Mirrors centidb.records.RecordReader.get."""
         key_bytes = pack_entry(as_key(key), self.prefix, b'')
-        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        stored = self.stored(etxn, key_bytes)
-        if stored is None and not self.batched:
-            stored = self.batch_get(etxn, key_bytes)
+        stored = self.read(checked_engine_txn(self.txns, self.txn_class, txn, False),
+                           key_bytes)
         if stored is None:
             return default
         return self.decode_stored(key_bytes, stored)
+
+    def get_record(self, txn, key, default):
+        """Mirrors centidb.records.RecordReader.get_record."""
+        key = as_key(key)
+        key_bytes = pack_entry(key, self.prefix, b'')
+        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
+        stored = self.read(etxn, key_bytes)
+        if stored is None:
+            return default
+        data = self.decode_stored(key_bytes, stored)
+        entries = entries_of(
+            self.specs, data, _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):])
+        return new_record(self.coll, data, key, stored, entries, self.indexes)
+
+    cdef object read(self, etxn, bytes key_bytes):
+        stored = self.stored(etxn, key_bytes)
+        if stored is None and not self.batched:
+            stored = self.batch_get(etxn, key_bytes)
+        return stored
 
     def values(self, etxn, bytes lo, bytes hi, reverse):
         """Mirrors centidb.records.RecordReader.values."""

@@ -111,7 +111,7 @@ class Records(RecordWrites):
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
             corrupt_entry_error, self.corrupt_record_error, self.corrupt_key_error,
-            view.items, BATCH_FLAG, view.end)
+            view.items, BATCH_FLAG, view.end, coll, self.specs, indexes)
 
     # --- decoding --------------------------------------------------------------
 

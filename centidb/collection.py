@@ -248,6 +248,8 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
             read-only.
         :raises ~centidb.errors.UnknownEncoderError: if `packer` is new to
             the store while this thread has a write transaction open.
+        :raises ~centidb.errors.LimitExceededError: if the stored value is
+            larger than the engine's ``max_value_size`` (nothing is written).
         """
         if txn is None:
             txn = self._txns.current_write()
@@ -325,8 +327,9 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
             with a packer not registered in this session.
         """
         encoded = encoded or raw
-        if txn is not None and not (encoded or rec):
-            return self._records.reader.get(txn, key, default)
+        if txn is not None and not encoded:
+            reader = self._records.reader
+            return (reader.get_record if rec else reader.get)(txn, key, default)
         return self._txns.run(txn, False, self._records.read, as_key(key), default,
                               encoded, rec)
 

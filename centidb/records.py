@@ -185,6 +185,10 @@ def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
             etxn._put_many_failed(exc, writes)
 
 
+#: Up to this many index entries, membership tests scan a list.
+_FEW = 8
+
+
 def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
     """Write one checked ``(key, value)`` pair through the engine's fastest path.
 
@@ -203,6 +207,23 @@ def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
             fast_put(key, value)
         except Exception as exc:
             etxn._put_many_failed(exc, [(key, value)])
+
+
+def delete_one(etxn: EngineTransaction, key: bytes) -> None:
+    """Delete the checked key `key` through the engine's fastest path.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param key: the key bytes.
+    """
+    fast_delete = etxn._fast_delete
+    if fast_delete is None:
+        etxn.delete(key)
+    else:
+        etxn.writes += 1
+        try:
+            fast_delete(key)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, _EMPTY)])
 
 
 class RecordWriter:
@@ -289,9 +310,17 @@ class RecordWriter:
             read-only.
         """
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
-        if (not self.usable or self.counted or type(data) is Record
-                or type(data) is self.record_class):
+        if not self.usable or self.counted:
             return None
+        read: Any = None    # this module's Record, or the pure one in a twin
+        if type(data) is Record or type(data) is self.record_class:
+            # A Record read from this collection knows its stored version's entries.
+            read = data
+            if read.coll is not self.coll or read._indexes is not self.indexes:
+                return None
+            data = read.data
+            if key is None:
+                key = read.key
         if key is None:
             if self.key_func is None:
                 return None
@@ -323,11 +352,18 @@ class RecordWriter:
         if old is None:
             writes += [(entry, _EMPTY) for entry in entries]
         else:
+            if read is not None and read.key == key and read._stored == old:
+                old_entries = read._entries
+            else:
+                old_entries = self.old_entries(old, entry_tail)
+            # Most records have a few entries: a list is then cheaper than a set.
+            had = old_entries if len(old_entries) <= _FEW else set(old_entries)
+            has = entries if len(entries) <= _FEW else set(entries)
+            for entry in old_entries:
+                if entry not in has:
+                    delete_one(etxn, entry)
             # Entries the old version has too are stored already.
-            old_entries = self.old_entries(old, entry_tail)
-            delete_stale(etxn, old_entries, entries)
-            kept = set(old_entries)
-            writes += [(entry, _EMPTY) for entry in entries if entry not in kept]
+            writes += [(entry, _EMPTY) for entry in entries if entry not in had]
         put_many(etxn, writes)
         return Record(self.coll, data, key, value, entries, self.indexes)
 
@@ -455,6 +491,11 @@ class RecordReader:
         over to it when they meet a batch.
     :param batch_flag: the header bit that marks a stored batch.
     :param end: the engine key just past the collection's.
+    :param coll: the collection, and `specs` and `indexes` as for
+        :class:`RecordWriter`: :meth:`get_record` makes the
+        :class:`Record` a later ``put()`` updates without a second decode.
+    :param specs: see `coll`.
+    :param indexes: see `coll`.
     """
 
     def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
@@ -466,7 +507,8 @@ class RecordReader:
                  corrupt_record: Callable[[bytes, Exception], Exception],
                  corrupt_key: Callable[[bytes, CorruptKeyError], Exception],
                  batch_items: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[Item]],
-                 batch_flag: int, end: bytes | None) -> None:
+                 batch_flag: int, end: bytes | None, coll: Any = None,
+                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = ()) -> None:
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -483,6 +525,9 @@ class RecordReader:
         self.batch_items = batch_items
         self.batch_flag = batch_flag
         self.end = end
+        self.coll = coll
+        self.specs = specs
+        self.indexes = indexes
 
     def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         if self.batched:
@@ -503,14 +548,38 @@ class RecordReader:
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
         key_bytes = keylib.packs(as_key(key), self.prefix)
+        stored = self._read(checked_engine_txn(self.txns, self.txn_class, txn, False),
+                            key_bytes)
+        if stored is None:
+            return default
+        return self._decoded(key_bytes, stored)
+
+    def get_record(self, txn: Transaction, key: object, default: Any) -> Any:
+        """Return the :class:`Record` stored under `key`, or `default`.
+
+        The Record keeps the stored bytes and index entries, as
+        ``Collection.get(rec=True)`` promises; errors as for :meth:`get`.
+
+        :param txn: a :class:`~centidb.txn.Transaction` of the store.
+        :param key: the key tuple (a bare value means a 1-tuple).
+        :param default: returned when nothing is stored under `key`.
+        """
+        key = as_key(key)
+        key_bytes = keylib.packs(key, self.prefix)
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
+        stored = self._read(etxn, key_bytes)
+        if stored is None:
+            return default
+        data = self._decoded(key_bytes, stored)
+        entries = index_entries(self.specs, data, ENTRY_SEP + key_bytes[len(self.prefix):])
+        return Record(self.coll, data, key, stored, entries, self.indexes)
+
+    def _read(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         stored = self._stored(etxn, key_bytes)
         if stored is None and not self.batched:
             # Another process may have batched the collection since it was opened.
             stored = self.batch_get(etxn, key_bytes)
-        if stored is None:
-            return default
-        return self._decoded(key_bytes, stored)
+        return stored
 
     def _decoded(self, key_bytes: bytes, stored: bytes) -> Any:
         try:

@@ -156,6 +156,22 @@ def test_record_read_before_an_index_was_added_updates_it(store):
     assert list(index.pairs()) == [(('y',), (1,))]
 
 
+def test_record_whose_stored_version_changed_since_its_read_decodes_the_new_one(store):
+    """put(record) reuses the entries a Record remembers only while the store
+    still holds the bytes it read: after another put, the entries of the
+    version stored now are the stale ones, found by decoding it."""
+    coll = store.collection('c', key_func=lambda r: r['k'])
+    index = coll.add_index('t', lambda r: r['t'])
+    coll.put({'k': 1, 't': 'x'})
+    with store.begin(write=True) as txn:
+        record = coll.get(1, rec=True, txn=txn)
+        coll.put({'k': 1, 't': 'y'}, txn=txn)
+        record.data['t'] = 'z'
+        assert coll.put(record, txn=txn).key == (1,)
+    assert list(index.pairs()) == [(('z',), (1,))]
+    assert coll.get(1) == {'k': 1, 't': 'z'}
+
+
 def test_record_from_another_collection_does_not_skip_the_old_read(store):
     """Regression: put() of a Record read from another collection, with the
     same key and stored bytes, reused that collection's (empty) index entries

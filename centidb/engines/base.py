@@ -98,6 +98,9 @@ class EngineTransaction:
         #: exception, with the list of that pair, to
         #: :meth:`_put_many_failed`. ``None``: use ``_put_many``.
         self._fast_put: Callable[[bytes, bytes], object] | None = None
+        #: Likewise a callable ``(key)`` that deletes one key with no checks,
+        #: its exception passed with ``[(key, b'')]``. ``None``: use :meth:`delete`.
+        self._fast_delete: Callable[[bytes], object] | None = None
         self._state = _OPEN
         self._registered = False
 
