@@ -6,8 +6,8 @@ OP is one of ``scan`` (every record decoded), ``range`` (20 index ranges of
 1,000 records, each fetched and decoded), ``get``, ``iget`` (get by index),
 ``update`` (5,000 records change their indexed field, a commit per 1,000),
 ``update_rec`` (the same through ``get(rec=True)`` and ``put(record)``),
-``put_many``, ``insert2`` (blind puts, two indexes) and ``blind0`` (blind
-puts, no index). 20,000 benchy-like records; read and update operations
+``groups`` (``group_counts()`` of an index), ``put_many``, ``insert2``
+(blind puts, two indexes) and ``blind0`` (blind puts, no index). 20,000 benchy-like records; read and update operations
 load them first, then run PASSES passes. Instruction counts do not depend
 on the machine's load, so the cost of one pass is stable::
 
@@ -100,6 +100,8 @@ def centidb_pass(store, coll):
             get = coll.indices['rn'].get
             for rec in sample:
                 get(rev_name(rec), txn=txn)
+        elif op == 'groups':
+            coll.indices['rl'].group_counts(txn=txn)
 
 
 # The raw loops store centidb's layout: record keys under 0x0f, entries under 0x10/0x11.
@@ -158,6 +160,21 @@ def raw_pass(env):
             get = txn.get
             for rec in sample:
                 unpack(get(packs(key_func(rec), CP)))
+        elif op == 'groups':
+            groups, head, count, cursor = [], None, 0, txn.cursor()
+            cursor.set_range(I2)
+            for entry in cursor.iternext(values=False):
+                if entry >= b'\x12':
+                    break
+                this = entry[:entry.index(b'\x01', 1)]
+                if this == head:
+                    count += 1
+                    continue
+                if head is not None:
+                    groups.append((keylib.unpacks(head, I2), count))
+                head, count = this, 1
+            if head is not None:
+                groups.append((keylib.unpacks(head, I2), count))
         elif op == 'iget':
             cursor, get = txn.cursor(), txn.get
             for rec in sample:

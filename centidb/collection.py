@@ -15,6 +15,7 @@ Iterating methods and ``count()`` take the query parameters described in
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 
 from centidb import encodings, keylib
@@ -36,6 +37,8 @@ from centidb.txn import Transaction, TxnManager
 from centidb.writing import KeySource, Writer
 
 _T = TypeVar('_T')
+#: Pairs a collection's group count takes from its scan at a time.
+_CHUNK = 256
 
 __all__ = ['Collection']
 
@@ -410,6 +413,11 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         # Through the batch view even when no batch is known: another
         # process may have batched records since the metadata was read.
         return (key_bytes for key_bytes, _ in self._records.items(etxn, lo, hi, reverse))
+
+    def _entry_chunks(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
+                      reverse: bool) -> Iterator[list[Item]]:
+        items = self._records.items(etxn, lo, hi, reverse)
+        return iter(lambda: list(itertools.islice(items, _CHUNK)), [])
 
     def _group_of(self, key_bytes: bytes, size: int) -> Key:
         try:

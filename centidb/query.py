@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
 from centidb import keylib
 from centidb.engines import EngineTransaction
+from centidb.engines.base import Item
 from centidb.keylib import Key
 from centidb.records import as_key
 from centidb.txn import Transaction, TxnManager
@@ -143,7 +144,9 @@ class Queryable:
     ``_entry_keys(etxn, lo, hi, reverse)``, iterating the engine key of
     each result (a record key, or an index entry) without decoding it, and
     ``_group_of(key_bytes, size)``, the first `size` elements of the key
-    or index tuple held in one of those engine keys.
+    or index tuple held in one of those engine keys, and
+    ``_entry_chunks(etxn, lo, hi, reverse)``, the same engine keys as lists
+    of ``(key, value)`` pairs (fewer Python steps for a long count).
     """
 
     #: True when every engine key in the query's range is one result, so
@@ -165,6 +168,9 @@ class Queryable:
                         reverse: bool) -> Iterator[bytes]: ...
 
         def _group_of(self, key_bytes: bytes, size: int) -> Key: ...
+
+        def _entry_chunks(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
+                          reverse: bool) -> Iterator[list[Item]]: ...
 
     def _bounds(self, lo: object, hi: object, prefix: object, startswith: object,
                 include: bool) -> tuple[bytes, bytes | None]:
@@ -268,23 +274,24 @@ class Queryable:
         group: Key | None = None
         bound = b''         # where the keys of `group` end; set with it
         n = 0
-        for key_bytes in self._entry_keys(etxn, lo, hi, reverse):
-            if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
-                n += 1
-                continue
-            if group is not None:
-                groups.append((group, n))
-                if len(groups) == max:
-                    return groups
-            group = self._group_of(key_bytes, size)
-            first, past = keylib.prefix_range(group, self.prefix)
-            if reverse:
-                bound = first
-            elif len(group) < size:     # a short key: only itself (and its entries)
-                bound = keylib.after_key(first)
-            else:
-                bound = past  # type: ignore[assignment]  # a non-empty group has one
-            n = 1
+        for chunk in self._entry_chunks(etxn, lo, hi, reverse):
+            for key_bytes, _ in chunk:
+                if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
+                    n += 1
+                    continue
+                if group is not None:
+                    groups.append((group, n))
+                    if len(groups) == max:
+                        return groups
+                group = self._group_of(key_bytes, size)
+                first, past = keylib.prefix_range(group, self.prefix)
+                if reverse:
+                    bound = first
+                elif len(group) < size:     # a short key: only itself (and its entries)
+                    bound = keylib.after_key(first)
+                else:
+                    bound = past  # type: ignore[assignment]  # a non-empty group has one
+                n = 1
         if group is not None:
             groups.append((group, n))
         return groups
