@@ -51,8 +51,12 @@ Then, on the same store:
 
 * ``update 10%``: a fixed random tenth of the records, in write transactions
   of 1,000: read, change ``location`` (append ``'X'``), write back under the
-  same key (``put(rec, key=key, txn=txn)``, not blind), so the rev_location
-  entry changes and the rev_name entry does not;
+  same key, not blind, so the rev_location entry changes and the rev_name
+  entry does not. centidb uses the update idiom its tutorial gives:
+  ``record = get(key, rec=True, txn=txn)``, change ``record.data``,
+  ``put(record, txn=txn)`` (the Record remembers the old index entries; a
+  plain ``get()`` then ``put(rec, key=key)`` also decodes the old version
+  again: see benchmarks/callgrind_ops.py's ``update`` and ``update_rec``);
 * ``get by key batched``, ``full scan batched``: the collection rewritten
   with ``Collection.batch(max_recs=32, packer=ZLIB_PACKER)`` (untimed), then
   the first 5,000 keys of the sample read, and a full scan, as above.

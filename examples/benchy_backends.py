@@ -234,9 +234,9 @@ class Centidb:
         for part in parts:
             with store.begin(write=True) as txn:
                 for key in part:
-                    rec = get(key, txn=txn)
-                    rec['location'] += MOVED
-                    put(rec, key=key, txn=txn)
+                    record = get(key, rec=True, txn=txn)
+                    record.data['location'] += MOVED
+                    put(record, txn=txn)
         return time.perf_counter() - start
 
     def check_update(self, rev):
