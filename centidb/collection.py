@@ -329,10 +329,11 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         :raises ~centidb.errors.UnknownEncoderError: for a record packed
             with a packer not registered in this session.
         """
+        if txn is not None and not (encoded or raw):
+            if rec:
+                return self._records.reader.get_record(txn, key, default)
+            return self._records.reader.get(txn, key, default)
         encoded = encoded or raw
-        if txn is not None and not encoded:
-            reader = self._records.reader
-            return (reader.get_record if rec else reader.get)(txn, key, default)
         return self._txns.run(txn, False, self._records.read, as_key(key), default,
                               encoded, rec)
 

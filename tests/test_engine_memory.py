@@ -46,3 +46,75 @@ def test_memory_engine_forgotten_transaction_is_released():
     assert not eng._readers
     eng.put(b'k', b'w')  # the writer lock was released
     assert eng.get(b'k') == b'w'
+
+
+def test_memory_engine_unchecked_getter_keeps_the_snapshot():
+    eng = MemoryEngine()
+    fill(eng, [(b'a', b'1'), (b'b', b'2')])
+    reader = eng.begin()
+    get = reader._fast_get
+    assert get(b'a') == b'1' and get(b'c') is None
+    eng.put(b'a', b'changed')
+    eng.delete(b'b')
+    eng.put(b'c', b'3')
+    assert [get(key) for key in (b'a', b'b', b'c')] == [b'1', b'2', None]
+    assert reader.first(b'a\x00') == (b'b', b'2')    # deleted since: from the history
+    assert reader.first(hi=b'c', reverse=True) == (b'b', b'2')
+    reader.commit()
+    assert reader._fast_get is None
+    with eng.begin() as current:
+        assert current.first(b'a\x00') == (b'c', b'3')
+        assert current.first(b'c\x00') is None
+        assert current.first(hi=b'c', reverse=True) == (b'a', b'changed')
+
+
+def test_memory_engine_writer_getter_follows_its_writes():
+    eng = MemoryEngine()
+    fill(eng, [(b'a', b'1'), (b'b', b'2')])
+    with eng.begin(write=True) as txn:
+        assert txn.first(b'a\x00') == (b'b', b'2')   # nothing pending yet
+        txn.put(b'a', b'new')
+        txn.delete(b'b')
+        get = txn._fast_get
+        assert [get(b'a'), get(b'b')] == [b'new', None]
+        assert list(txn.keys()) == [b'a']   # the writes move to a sorted table
+        txn.put(b'c', b'3')
+        assert [txn._fast_get(key) for key in (b'a', b'b', b'c')] == [b'new', None, b'3']
+    assert txn._fast_get is None
+    assert list(eng.items()) == [(b'a', b'new'), (b'c', b'3')]
+
+
+def test_memory_engine_large_commit_with_deletes_and_a_reader():
+    # A commit of more keys than a tenth of the data: one bulk update.
+    eng = MemoryEngine()
+    old = {b'%04d' % i: b'old' for i in range(0, 1000, 2)}
+    fill(eng, old.items())
+    reader = eng.begin()
+    with eng.begin(write=True) as txn:
+        for i in range(1000):
+            if i % 4 == 0:
+                txn.delete(b'%04d' % i)
+            else:
+                txn.put(b'%04d' % i, b'new')
+    new = {b'%04d' % i: b'new' for i in range(1000) if i % 4}
+    assert list(eng.items()) == sorted(new.items())
+    assert list(reader.items()) == sorted(old.items())
+    assert reader._fast_get(b'0000') == b'old' and reader._fast_get(b'0001') is None
+    reader.abort()
+    assert not eng._history
+
+
+def test_memory_engine_first_seeks_across_sublists():
+    # Enough keys for several of SortedList's sublists, which the seek reads.
+    eng = MemoryEngine()
+    keys = [b'%05d' % i for i in range(0, 20000, 3)]
+    fill(eng, [(key, key) for key in keys])
+    bounds = [None, b'0', b'00000', b'00001', b'06000', b'06001', b'19998', b'19999', b'2']
+    with eng.begin() as txn:
+        for lo in bounds:
+            for hi in bounds:
+                for reverse in (False, True):
+                    want = [k for k in keys if (lo is None or k >= lo) and (hi is None or k < hi)]
+                    if reverse:
+                        want.reverse()
+                    assert txn.first(lo, hi, reverse) == ((want[0], want[0]) if want else None)

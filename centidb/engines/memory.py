@@ -7,15 +7,18 @@ import collections
 import itertools
 import operator
 import threading
-from typing import Mapping
+from typing import Any, Callable, Mapping, Optional
 
 from sortedcontainers import SortedDict
 
 from centidb.engines.base import (
+    _OPEN,
     Engine,
     EngineTransaction,
+    Item,
     ItemIterator,
     _bad_key,
+    _check_bounds,
     _not_bytes,
 )
 from centidb.engines.writelog import (
@@ -30,6 +33,7 @@ __all__ = ['ListEngine', 'MemoryEngine']
 
 _CHUNK = 128  # keys a snapshot iterator fetches per step under the lock
 _first = operator.itemgetter(0)
+_Getter = Callable[[bytes], Optional[bytes]]  # an unchecked get (see _fast_get)
 
 
 def _merge_key_chunks(a: list[bytes], b: list[bytes], reverse: bool) -> list[bytes]:
@@ -55,7 +59,8 @@ class MemoryEngine(Engine):
     O(log n), and neither a write nor an iteration copies the data.
 
     * A write transaction buffers its writes in an overlay; ``commit()``
-      applies them, ``abort()`` drops them.
+      applies them in one update (a large one sorts the keys in one go
+      rather than insert each), ``abort()`` drops them.
     * A read transaction is a true snapshot without a copy: while readers are
       open, each commit records, per key it changes, the value it replaced.
       A reader that began at version ``v`` reads, for each key, the value
@@ -137,7 +142,7 @@ class MemoryEngine(Engine):
         """Commit one write without building a transaction."""
         self._acquire_writer()
         try:
-            self._apply({key: value})
+            self._apply({key: value}, value is TOMBSTONE)
         finally:
             self._release_writer()
 
@@ -179,6 +184,23 @@ class MemoryEngine(Engine):
                     yield key, value
             after = keys[-1]
 
+    def _first(self, version: int, lo: bytes | None, hi: bytes | None,
+               reverse: bool) -> Item | None:
+        """Return the first pair of ``_snapshot_items(version, lo, hi, reverse)``, or None."""
+        with self._lock:
+            if version == self._version:
+                # No commit since: the data is the snapshot, and the lock
+                # keeps it so during the seek.
+                data = self._data
+                if reverse:
+                    key = next(data.irange(lo, hi, (True, False), True), None)
+                else:
+                    key = _seek(data, lo)
+                    if hi is not None and key is not None and key >= hi:
+                        key = None
+                return None if key is None else (key, data[key])
+        return next(self._snapshot_items(version, lo, hi, reverse), None)
+
     def _register_reader(self) -> int:
         with self._lock:
             version = self._version
@@ -193,27 +215,77 @@ class MemoryEngine(Engine):
             if not self._readers:
                 self._history = SortedDict()
 
-    def _apply(self, overlay: Mapping[bytes, _Pending]) -> None:
-        """Apply pending writes (a mapping), recording replaced values."""
+    def _apply(self, overlay: Mapping[bytes, _Pending], deletes: bool) -> None:
+        """Apply pending writes, recording replaced values while readers are open.
+
+        :param overlay: maps each key written to its value, or TOMBSTONE.
+        :param deletes: False if no value in `overlay` is TOMBSTONE.
+        """
         with self._lock:
             data = self._data
             version = self._version + 1
             self._version = version
-            history = self._history if self._readers else None
-            for key, value in overlay.items():
-                old = data.get(key, TOMBSTONE)
-                if old is TOMBSTONE and value is TOMBSTONE:
-                    continue
-                if history is not None:
+            if self._readers:
+                history = self._history
+                for key, value in overlay.items():
+                    old = data.get(key, TOMBSTONE)
+                    if old is TOMBSTONE and value is TOMBSTONE:
+                        continue
                     changes = history.get(key)
                     if changes is None:
                         history[key] = [(version, old)]
                     else:
                         changes.append((version, old))
-                if value is TOMBSTONE:
-                    del data[key]
-                else:
-                    data[key] = value
+            if deletes:
+                for key, value in overlay.items():
+                    if value is TOMBSTONE:
+                        data.pop(key, None)
+                overlay = {key: value for key, value in overlay.items()
+                           if value is not TOMBSTONE}
+            # One update: SortedDict sorts a large one's keys at once, in C,
+            # rather than insert each key in turn.
+            data.update(overlay)  # type: ignore[arg-type]  # no TOMBSTONE left
+
+
+def _seek(data: SortedDict[bytes, Any], lo: bytes | None) -> bytes | None:
+    """The first key of `data` not below `lo`, or None: ``irange(lo)`` without its frames.
+
+    It reads the layout of sortedcontainers' ``SortedList`` (``_lists``, its
+    sorted sublists, and ``_maxes``, their last keys): two bisections.
+    """
+    keys = data._list  # type: ignore[attr-defined]
+    maxes = keys._maxes
+    pos = 0 if lo is None else bisect.bisect_left(maxes, lo)
+    if pos == len(maxes):
+        return None
+    sublist = keys._lists[pos]
+    return sublist[0 if lo is None else bisect.bisect_left(sublist, lo)]  # type: ignore[no-any-return]
+
+
+def _snapshot_getter(engine: MemoryEngine, version: int) -> _Getter:
+    """An unchecked ``get`` of `engine`'s data as of `version` (see ``_lookup``)."""
+    data_get = engine._data.get
+    lookup = engine._lookup
+
+    def get(key: bytes) -> bytes | None:
+        value = data_get(key)
+        if version == engine._version:  # read after the value, as _lookup does
+            return value
+        found = lookup(key, version)
+        return None if found is TOMBSTONE else found
+    return get
+
+
+def _overlay_getter(pending: Mapping[bytes, _Pending], committed: _Getter) -> _Getter:
+    """An unchecked ``get`` of the `committed` data with the `pending` writes applied."""
+    pending_get = pending.get
+
+    def get(key: bytes) -> bytes | None:
+        value = pending_get(key)
+        if value is None:
+            return committed(key)
+        return None if value is TOMBSTONE else value
+    return get
 
 
 class _MemoryReadTransaction(EngineTransaction):
@@ -224,15 +296,25 @@ class _MemoryReadTransaction(EngineTransaction):
     def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(engine, False)
         self._version = engine._register_reader()
+        self._fast_get = _snapshot_getter(engine, self._version)
 
     def _get(self, key: bytes) -> bytes | None:
         value = self.engine._lookup(key, self._version)
         return None if value is TOMBSTONE else value
 
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        if self._state is not _OPEN or self.engine._closed:
+            self._raise_unusable()
+        _check_bounds(lo, hi)
+        return self.engine._first(self._version, lo, hi, bool(reverse))
+
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         return self.engine._snapshot_items(self._version, lo, hi, reverse)
 
     def _commit(self) -> None:
+        self._fast_get = None
         self.engine._unregister_reader(self._version)
 
     _abort = _commit
@@ -248,6 +330,23 @@ class _MemoryWriteTransaction(_WriteLog, EngineTransaction):
         self._version = engine._version  # stable: writers are serialized
         self._read_committed = engine._data.get
         self._start_log()
+        self._fast_get = _overlay_getter(
+            self._pending, self._read_committed)  # type: ignore[arg-type]  # a dict now
+
+    def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
+        pending = self._pending
+        writes = super()._sorted_writes()
+        if writes is not pending:   # a new table: the getter must read it
+            self._fast_get = _overlay_getter(writes, self._read_committed)
+        return writes
+
+    def first(self, lo: bytes | None = None, hi: bytes | None = None,
+              reverse: bool = False) -> Item | None:
+        """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
+        if self._pending or self._state is not _OPEN or self.engine._closed:
+            return super().first(lo, hi, reverse)
+        _check_bounds(lo, hi)
+        return self.engine._first(self._version, lo, hi, bool(reverse))
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         base = self.engine._snapshot_items(self._version, lo, hi, reverse)
@@ -255,13 +354,17 @@ class _MemoryWriteTransaction(_WriteLog, EngineTransaction):
         return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
 
     def _commit(self) -> None:
-        pending = self._pending
-        self._drop_log()
+        pending, deletes = self._pending, self._deletes
+        self._end()
         if pending:
-            self.engine._apply(pending)
+            self.engine._apply(pending, deletes)
 
     def _abort(self) -> None:
+        self._end()
+
+    def _end(self) -> None:
         self._drop_log()
+        self._fast_get = None
 
 
 #: The old name of :class:`MemoryEngine` (the same class), kept so code and
