@@ -1,7 +1,8 @@
 """Memory and file size of bulk loads: peak RSS per record, LMDB's data file against sqlite3's.
 
 Usage: python benchmarks/memory.py [--records 1000000] [--runs 1]
-       [--cases NAME,...] [--sections rss,size,speed] > memory.csv
+       [--cases NAME,...] [--sections rss,size,speed] [--speed-cases NAME,...]
+       > memory.csv
        python benchmarks/memory.py --child CASE N DIR   (one RSS case; prints JSON)
 
 Workload: examples/benchy.py's records (``{'stub': 150 hex chars, 'name':
@@ -562,12 +563,12 @@ def speed_once(case, records, pre, path):
     return case_centidb(records, path, Held(), 'blind' in case, clock)
 
 
-def speed_rows(records, runs, tmp):
+def speed_rows(records, runs, tmp, cases=SPEED_CASES):
     """Median CPU seconds per case of `runs` runs, cases interleaved."""
     pre = prefixes()
     times = {}
     for run in range(runs):
-        for case in SPEED_CASES:
+        for case in cases:
             print(f'speed run {run + 1}/{runs}: {case}', file=sys.stderr)
             path = os.path.join(tmp, 'speed')
             gc.collect()
@@ -577,12 +578,14 @@ def speed_rows(records, runs, tmp):
                 shutil.rmtree(path, ignore_errors=True)
     n = len(records)
     rows = []
-    for case in SPEED_CASES:
+    for case in cases:
         seconds = statistics.median(times[case])
         base = 'raw lmdb putmulti' if 'mdb' in case else RAW
-        ratio = n / seconds / (n / statistics.median(times[base]))
+        ratio = ''
+        if base in times:
+            ratio = f'{n / seconds / (n / statistics.median(times[base])):.2f}'
         rows.append(['speed', case, n, f'{seconds:.3f}', f'{n / seconds:.0f}', '', '', '', '', '',
-                     f'{ratio:.2f}', f'{base} records/s',
+                     ratio, f'{base} records/s',
                      f'CPU seconds, median of {runs}: '
                      + ' '.join(f'{t:.3f}' for t in times[case])])
     return rows
@@ -614,6 +617,8 @@ def main():
                         help='comma list of RSS cases: ' + ', '.join(RSS_CASES))
     parser.add_argument('--sections', default='rss,size',
                         help='comma list of rss, size, speed (default rss,size)')
+    parser.add_argument('--speed-cases', default=','.join(SPEED_CASES),
+                        help='comma list of speed cases: ' + ', '.join(SPEED_CASES))
     parser.add_argument('--child', nargs=3, metavar=('CASE', 'N', 'DIR'),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -623,6 +628,10 @@ def main():
     unknown = [case for case in cases if case not in RSS_CASES]
     if unknown:
         parser.error(f'unknown case(s) {unknown}; choose from: {", ".join(RSS_CASES)}')
+    speed_cases = [case.strip() for case in args.speed_cases.split(',') if case.strip()]
+    unknown = [case for case in speed_cases if case not in SPEED_CASES]
+    if unknown:
+        parser.error(f'unknown speed case(s) {unknown}; choose from: {", ".join(SPEED_CASES)}')
     sections = {s.strip() for s in args.sections.split(',') if s.strip()}
     if not sections <= {'rss', 'size', 'speed'}:
         parser.error('--sections takes rss, size, speed')
@@ -633,7 +642,8 @@ def main():
         if 'rss' in sections:
             rows += rss_rows(cases, args.records, args.runs, tmp)
         if 'speed' in sections:
-            rows += speed_rows(load_benchy().make_records(args.records), args.runs, tmp)
+            rows += speed_rows(load_benchy().make_records(args.records), args.runs, tmp,
+                               speed_cases)
         if 'size' in sections:
             rows += size_rows(load_benchy().make_records(args.records), tmp)
     finally:

@@ -3,6 +3,7 @@
 Opening wrong paths is tested for both disk engines in test_engine_contract.
 """
 
+import os
 import subprocess
 import sys
 
@@ -105,6 +106,35 @@ def test_plyvel_compact_keeps_the_data_and_refuses_after_close(tmp_path):
     eng.close()
     with pytest.raises(EngineClosedError):
         eng.compact()
+
+
+def table_bytes(path):
+    """The bytes of LevelDB's table files in `path`."""
+    return sum(os.path.getsize(path / name) for name in os.listdir(path)
+               if name.endswith(('.ldb', '.sst')))
+
+
+def test_plyvel_compact_merges_the_whole_key_space(tmp_path):
+    """compact() called plyvel's compact_range() unbounded, which merged nothing."""
+    pytest.importorskip('plyvel')
+    path = tmp_path / 'db'
+    keys = [b'k%06d' % i for i in range(30000)] + [b'\xff' * 300]
+    with PlyvelEngine(path, create_if_missing=True, write_buffer_size=1 << 20) as eng:
+        for rewrite in range(3):
+            with eng.begin(write=True) as txn:
+                for key in keys:
+                    txn.put(key, os.urandom(100))
+        with eng.begin(write=True) as txn:
+            for key in keys[1:]:
+                txn.delete(key)
+        eng._db.compact_range()          # what compact() did: flushes, merges nothing
+        before = table_bytes(path)
+        assert before > 3 * len(keys) * 100 // 2
+        eng.compact()
+        # One key's record is left, and no overwritten or deleted data,
+        # the longest key (past every prefix of 0xff bytes) included.
+        assert table_bytes(path) < 1000
+        assert list(eng.keys()) == keys[:1]
 
 
 def test_plyvel_commit_of_writes_and_deletes_keeps_their_order(tmp_path):

@@ -3,7 +3,10 @@
 The in-memory and LevelDB write transactions keep their writes in one dict
 (key -> latest value or TOMBSTONE): what a pending write costs, deletes of
 keys only this transaction wrote, sorting on the first iteration, and the
-commit taking the writes away.
+commit taking the writes away. PlyvelEngine's log freezes a large
+transaction's writes into compact key-sorted segments: reads find them
+(newest first, deletes included), an ordered read turns them back into
+objects, an abort drops them, and a frozen write costs about its bytes.
 """
 
 import sys
@@ -12,7 +15,7 @@ import tracemalloc
 import pytest
 from sortedcontainers import SortedDict
 
-from centidb.engines import TOMBSTONE, MemoryEngine, PlyvelEngine, merge_overlay
+from centidb.engines import TOMBSTONE, MemoryEngine, PlyvelEngine, merge_overlay, writelog
 
 
 def test_merge_overlay_directly():
@@ -100,3 +103,104 @@ def test_commit_takes_the_pending_writes_away(logged):
     txn.commit()
     assert txn._pending is None and txn._fast_put_many is None
     assert list(logged.items()) == [(b'k', b'v')]
+
+
+# --- PlyvelEngine: large transactions freeze their writes into segments ------------------
+
+
+@pytest.fixture
+def small_freeze(monkeypatch, tmp_path):
+    """A PlyvelEngine whose write transactions freeze their dict every 4 keys."""
+    pytest.importorskip('plyvel')
+    monkeypatch.setattr(writelog, 'FREEZE_AT', 4)
+    eng = PlyvelEngine(tmp_path / 'db', create_if_missing=True)
+    yield eng
+    eng.close()
+
+
+def test_frozen_writes_are_read_back_newest_first(small_freeze):
+    small_freeze.put(b'old', b'committed')
+    with small_freeze.begin(write=True) as txn:
+        for i in range(40):
+            txn.put(b'k%03d' % i, b'v%d' % i)
+        txn._put_many([(b'k%03d' % i, b'w%d' % i) for i in range(0, 40, 3)])
+        txn.delete(b'k005')
+        txn.delete(b'old')
+        for i in range(40, 60):           # the deletes are frozen too
+            txn.put(b'k%03d' % i, b'x')
+        frozen = txn._frozen
+        assert len(frozen.segments) > 5 and frozen.deleted == {b'k005', b'old'}
+        assert txn.get(b'k000') == b'w0' and txn.get(b'k001') == b'v1'
+        assert txn.get(b'k005') is None and txn.get(b'old') is None
+        assert txn.get(b'k0') is None and txn.get(b'k999') is None
+        assert txn.get_many([b'k038', b'k040']) == [b'v38', b'x']
+        txn.put(b'k005', b'again')        # a put after a frozen delete wins
+        for i in range(60, 64):
+            txn.put(b'k%03d' % i, b'y')
+        assert b'k005' not in frozen.deleted and txn.get(b'k005') == b'again'
+    expected = {b'k%03d' % i: b'w%d' % i if i % 3 == 0 else b'v%d' % i for i in range(40)}
+    expected.update({b'k%03d' % i: b'x' for i in range(40, 60)})
+    expected.update({b'k%03d' % i: b'y' for i in range(60, 64)})
+    expected[b'k005'] = b'again'
+    assert dict(small_freeze.items()) == expected
+
+
+def test_an_ordered_read_brings_the_frozen_writes_back(small_freeze):
+    small_freeze.put(b'a', b'committed')
+    small_freeze.put(b'z', b'committed')
+    with small_freeze.begin(write=True) as txn:
+        for i in range(10):
+            txn.put(b'm%d' % i, b'%d' % i)
+        txn.delete(b'a')
+        assert txn._frozen is not None and len(txn._pending) < 4
+        assert txn.first() == (b'm0', b'0')
+        assert txn._frozen is None and type(txn._pending) is SortedDict
+        assert next(txn.item_chunks(reverse=True))[0] == (b'z', b'committed')
+        for i in range(10, 20):           # no more freezing
+            txn.put(b'm%02d' % i, b'%d' % i)
+        assert txn._frozen is None
+        assert txn.count() == 21
+    assert small_freeze.get(b'a') is None and small_freeze.get(b'm19') == b'19'
+
+
+def test_aborting_drops_the_frozen_writes(small_freeze):
+    with pytest.raises(ZeroDivisionError):
+        with small_freeze.begin(write=True) as txn:
+            for i in range(20):
+                txn.put(b'k%d' % i, b'v')
+            assert txn._frozen is not None
+            1 / 0
+    assert txn._frozen is None and list(small_freeze.items()) == []
+
+
+def test_a_segment_finds_its_keys_only_at_key_boundaries():
+    """A key found inside another key or a value is not that key; empty values count."""
+    keys = sorted([b'ab', b'abab', b'b', b'ba', b'bab', b'x' * 40] + [b'k%02d' % i for i in range(40)])
+    values = [b'' if i % 2 else b'ab' + key for i, key in enumerate(keys)]
+    segment = writelog._Segment(keys, values)
+    for key, value in zip(keys, values):
+        assert segment.get(key) == value
+    for absent in (b'a', b'bb', b'k', b'k1', b'x', b'k400', b'\xff', b'b\x00'):
+        assert segment.get(absent) is None
+    assert list(segment.pairs()) == list(zip(keys, values))
+    segment.close()
+
+
+def test_a_frozen_write_costs_about_its_bytes(tmp_path, monkeypatch):
+    """Keys and values copied into one block, plus at most 40 bytes a write."""
+    pytest.importorskip('plyvel')
+    monkeypatch.setattr(writelog, 'FREEZE_AT', 4096)
+    n = 40000
+    with PlyvelEngine(tmp_path / 'db', create_if_missing=True) as eng:
+        with eng.begin(write=True) as txn:
+            for i in range(n):
+                txn.put(b'key%08d' % i, b'v' * 90)
+            frozen = txn._frozen
+            data = sum(len(s.data) for s in frozen.segments)
+            assert data == n * (11 + 90) - len(txn._pending) * 101
+            extra = (sum(len(s.offsets) * s.offsets.itemsize for s in frozen.segments)
+                     + len(frozen.cells)
+                     + sum(sys.getsizeof(key) for s in frozen.segments for key in s.index))
+            assert extra / (n - len(txn._pending)) < 40
+        assert eng.get(b'key00000000') == b'v' * 90
+        assert sum(1 for _ in eng.keys()) == n

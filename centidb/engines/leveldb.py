@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import collections
-import itertools
 import os
 import re
 from typing import TYPE_CHECKING, Any, Generator, Iterator
@@ -19,7 +17,7 @@ from centidb.engines.base import (
     _check_bounds,
 )
 from centidb.engines.paths import prepare_directory as _prepare_directory
-from centidb.engines.writelog import TOMBSTONE, _WriteLog, merge_overlay
+from centidb.engines.writelog import _CompactWriteLog, merge_overlay
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
@@ -64,7 +62,9 @@ if TYPE_CHECKING:
         def get(self, key: bytes) -> bytes | None: ...
         def snapshot(self) -> _PlyvelSnapshot: ...
         def write_batch(self, *, sync: bool = False) -> _PlyvelWriteBatch: ...
-        def compact_range(self) -> None: ...
+        def compact_range(self, *, start: bytes | None = None,
+                          stop: bytes | None = None) -> None: ...
+        def get_property(self, name: bytes) -> bytes | None: ...
         def close(self) -> None: ...
 
 
@@ -192,13 +192,24 @@ class PlyvelEngine(Engine):
 
         LevelDB merges freshly written data in background threads; reads
         made meanwhile compete with that work. Benchmarks call this to read
-        a settled database.
+        a settled database. Deleted and overwritten data is dropped from the
+        files. Keys written by other threads meanwhile may stay as they are.
 
         :raises ~centidb.errors.EngineClosedError: after :meth:`close`.
         """
         if self._closed:
             raise self._closed_error()
-        self._db.compact_range()
+        db = self._db
+        # plyvel's compact_range() with no bounds passes LevelDB the empty
+        # range ['', ''], which writes the memtable to a table file and
+        # merges nothing. The range must end at a key after every key in
+        # the files: they are listed in the 'leveldb.sstables' property, one
+        # file a line with its largest key escaped (which only lengthens
+        # it), so a run of 0xff bytes longer than any line is such a key.
+        db.compact_range()
+        tables = db.get_property(b'leveldb.sstables') or b''
+        longest = max(map(len, tables.split(b'\n')))
+        db.compact_range(start=b'', stop=b'\xff' * (longest + 1))
 
     def _close(self) -> None:
         self._db.close()
@@ -221,8 +232,8 @@ class PlyvelEngine(Engine):
         return self._db.get(key)
 
 
-class _PlyvelTransaction(_WriteLog, EngineTransaction):
-    """A plyvel snapshot; if writing, also the pending writes (see ``_WriteLog``).
+class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
+    """A plyvel snapshot; if writing, also the pending writes (see ``_CompactWriteLog``).
 
     ``commit()`` moves them into one atomic WriteBatch. Seeks (``first``)
     reuse one snapshot iterator while there are no pending writes.
@@ -244,7 +255,7 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
               reverse: bool = False) -> Item | None:
         """Return the first ``(key, value)`` :meth:`items` would yield, or None."""
-        if self._pending or self._state is not _OPEN or self.engine._closed:
+        if self._holds_writes() or self._state is not _OPEN or self.engine._closed:
             return super().first(lo, hi, reverse)
         _check_bounds(lo, hi)
         it = self._seeker
@@ -295,28 +306,13 @@ class _PlyvelTransaction(_WriteLog, EngineTransaction):
 
     def _commit(self) -> None:
         try:
-            if self._pending:
+            if self._holds_writes():
                 batch = self.engine._db.write_batch(sync=self.engine.sync)
-                self._fill_batch(batch)
-                # The pending writes are gone: the batch is their only copy.
+                # Each write leaves the log as the batch copies it.
+                self._drain_into(batch.put, batch.delete)
                 batch.write()
         finally:
             self._abort()
-
-    def _fill_batch(self, batch: _PlyvelWriteBatch) -> None:
-        """Move the pending writes into `batch`, freeing each once copied."""
-        deletes = self._deletes
-        pending = self._drain()
-        if not deletes:
-            # The loop runs in C: no bytecode per write.
-            collections.deque(itertools.starmap(batch.put, pending), maxlen=0)
-        else:
-            put, delete = batch.put, batch.delete
-            for key, value in pending:
-                if value is TOMBSTONE:
-                    delete(key)
-                else:
-                    put(key, value)
 
     def _abort(self) -> None:
         self._fast_get = None

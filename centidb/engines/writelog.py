@@ -3,13 +3,21 @@
 :func:`merge_overlay` iterates committed data with pending writes applied;
 :data:`TOMBSTONE` marks a pending delete. ``_WriteLog`` keeps the pending
 writes of the in-memory and LevelDB write transactions: one dict entry per
-key written, holding the caller's objects.
+key written, holding the caller's objects. ``_CompactWriteLog`` (LevelDB's)
+moves them, once they are many, into a compact form: key-sorted segments of
+one memory block each, found again through a filter of key hashes.
 """
 
 from __future__ import annotations
 
+import bisect
+import collections
 import enum
 import itertools
+import mmap
+import operator
+import sys
+from array import array
 from typing import Any, Callable, Iterator, Union
 
 from sortedcontainers import SortedDict
@@ -120,7 +128,7 @@ class _WriteLog(EngineTransaction):
     its entry, rather than keep a tombstone. The first iteration turns the
     dict into a :class:`~sortedcontainers.SortedDict`, kept from then on.
     An engine that commits through a batch empties the table with
-    :meth:`_drain` as it copies it, so each write's objects are freed once
+    :meth:`_drain_into` as it copies it, so each write's objects are freed once
     copied and the commit's peak memory stays near that of the batch alone.
 
     Subclasses set ``_read_committed``, the getter of the data as of
@@ -186,24 +194,328 @@ class _WriteLog(EngineTransaction):
         self._fast_put_many = made.update
         return made
 
-    def _drain(self) -> Iterator[tuple[bytes, _Pending]]:
-        """Take the pending writes away, yielding each as it is removed.
+    def _holds_writes(self) -> bool:
+        """True if this transaction has pending writes."""
+        return bool(self._pending)
 
-        Yields every ``(key, value or TOMBSTONE)`` once, in no particular
-        order (the latest write of each key, so order does not matter), and
-        drops each pair from the table as it goes: a consumer that keeps
-        only a compact copy (a write batch) frees the objects meanwhile.
-        Afterwards the transaction holds no pending writes and refuses more.
+    def _drain_into(self, put: Callable[[bytes, bytes], object],
+                    delete: Callable[[bytes], object]) -> None:
+        """Take the pending writes away, passing each to `put` or `delete`.
+
+        Calls ``put(key, value)`` or ``delete(key)`` once per key written,
+        with its latest write, in no particular order (only the latest write
+        of each key is left, so order does not matter), and drops each pair
+        from the table as it goes: a consumer that keeps only a compact copy
+        (a write batch) frees the objects meanwhile. Afterwards the
+        transaction holds no pending writes and refuses more.
         """
-        pending = self._pending
+        pending, deletes = self._pending, self._deletes
         self._drop_log()
         if not pending:
-            return iter(())
+            return
         # A SortedDict: a plain copy, so the sorted list of keys is dropped.
         table = pending if type(pending) is dict else dict(pending)
-        # popitem() from the end until it is empty, driven in C by islice;
-        # when the consumer is done, the emptied table goes with the iterator.
-        return itertools.islice(iter(table.popitem, None), len(table))
+        del pending
+        # popitem() from the end until it is empty, driven in C by islice.
+        drained = itertools.islice(iter(table.popitem, None), len(table))
+        if not deletes:
+            collections.deque(itertools.starmap(put, drained), maxlen=0)
+            return
+        for key, value in drained:
+            if value is TOMBSTONE:
+                delete(key)
+            else:
+                put(key, value)
 
     def _drop_log(self) -> None:
         self._pending = self._fast_put_many = None
+
+
+#: A :class:`_CompactWriteLog` freezes its dict into a segment when the dict
+#: holds this many keys.
+FREEZE_AT = 1 << 17
+# A segment keeps every _SPARSE-th key as an object, to bisect on.
+_SPARSE = 16
+# The filter of frozen keys has 8 to 16 cells per key; each key marks two.
+_CELLS_PER_KEY = 8
+# A filter cell holds the number of the newest segment that marked it, from
+# 1; this value stands for every segment from the 255th on.
+_LATE = 255
+
+
+class _Segment:
+    """Frozen pending writes: distinct keys in order, and their values, in one block.
+
+    ``data`` holds key 0, value 0, key 1, value 1, ... back to back, and
+    ``offsets`` their ``2n + 1`` boundaries: key ``i`` is ``data[offsets[2i]
+    :offsets[2i + 1]]``, its value the slice after it. ``index`` keeps every
+    ``_SPARSE``-th key, to find the stretch of the block a key can be in.
+    The block is an anonymous memory map, so that :meth:`close` gives its
+    memory back to the system at once (a freed heap block can stay with the
+    process, and a write batch growing next to it would not reuse it).
+
+    :param keys: the keys, ascending, distinct, non-empty.
+    :param values: their values (``bytes``), in the same order.
+    """
+
+    __slots__ = ('data', 'offsets', 'index')
+
+    def __init__(self, keys: list[bytes], values: list[bytes]) -> None:
+        flat = list(itertools.chain.from_iterable(zip(keys, values)))
+        joined = b''.join(flat)
+        self.offsets = array('I' if len(joined) < 1 << 32 else 'Q',
+                             itertools.accumulate(map(len, flat), initial=0))
+        del flat
+        self.data = mmap.mmap(-1, len(joined))
+        self.data.write(joined)
+        self.index = keys[::_SPARSE]
+
+    def __len__(self) -> int:
+        return len(self.offsets) // 2
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value of `key`, or None if this segment does not hold it."""
+        stretch = bisect.bisect_right(self.index, key) - 1
+        if stretch < 0:
+            return None
+        offsets, data = self.offsets, self.data
+        lo = 2 * _SPARSE * stretch
+        hi = min(lo + 2 * _SPARSE, len(offsets) - 1)
+        end = offsets[hi]
+        found = data.find(key, offsets[lo], end)
+        while found >= 0:
+            # The last boundary at or before it: a key's start has an even
+            # number (keys are not empty, so no later boundary equals it).
+            at = bisect.bisect_right(offsets, found, lo, hi) - 1
+            if not at & 1 and offsets[at] == found and offsets[at + 1] == found + len(key):
+                return data[offsets[at + 1]:offsets[at + 2]]
+            found = data.find(key, found + 1, end)
+        return None
+
+    def keys(self) -> Iterator[bytes]:
+        offsets = self.offsets
+        return map(self.data.__getitem__, map(slice, offsets[0::2], offsets[1::2]))
+
+    def pairs(self) -> Iterator[Item]:
+        """The ``(key, value)`` pairs, in key order, made as they are consumed."""
+        offsets = self.offsets
+        pieces = map(self.data.__getitem__, map(slice, offsets[:-1], offsets[1:]))
+        return zip(pieces, pieces)
+
+    def close(self) -> None:
+        self.data.close()
+
+
+class _FrozenWrites:
+    """The frozen writes of a :class:`_CompactWriteLog`: segments, oldest first.
+
+    ``deleted`` holds the keys whose latest frozen write is a delete: newer
+    than every segment's write of them. ``cells`` tells most keys that were
+    never frozen apart without searching the segments: each frozen key
+    sets the two cells its hash picks to the number of its segment (from 1,
+    at most ``_LATE``), so a key is frozen only if both its cells are
+    non-zero, and then in none of the segments after the smaller of them.
+    """
+
+    __slots__ = ('segments', 'deleted', 'cells', 'count')
+
+    def __init__(self) -> None:
+        self.segments: list[_Segment] = []
+        self.deleted: set[bytes] = set()
+        self.cells = bytearray(1)
+        self.count = 0
+
+    def add(self, table: dict[bytes, _Pending], deletes: bool) -> None:
+        """Freeze the writes of `table`, newer than the frozen ones, and empty it.
+
+        :param deletes: `table` may hold :data:`TOMBSTONE` values.
+        """
+        gone: list[bytes] = []
+        if deletes:
+            gone = [key for key, value in table.items() if value is TOMBSTONE]
+            for key in gone:
+                del table[key]
+        keys = sorted(table)
+        if self.deleted:
+            self.deleted.difference_update(keys)
+        self.deleted.update(gone)
+        if not keys:
+            return
+        # No TOMBSTONE is left among them.
+        values: list[bytes] = list(map(table.__getitem__, keys))  # type: ignore[arg-type]
+        table.clear()
+        self.segments.append(_Segment(keys, values))
+        del values
+        self.count += len(keys)
+        if self.count * _CELLS_PER_KEY <= len(self.cells):
+            self._mark(list(map(hash, keys)), len(self.segments))
+            return
+        # At least twice the cells (8 to 16 a key): marked again from every
+        # segment's keys.
+        self.cells = bytearray(1 << (self.count * _CELLS_PER_KEY - 1).bit_length())
+        del keys
+        for number, segment in enumerate(self.segments, 1):
+            self._mark(list(map(hash, segment.keys())), number)
+
+    def _mark(self, hashes: list[int], number: int) -> None:
+        """Set the cells of the keys of `hashes` to the segment `number` (from 1)."""
+        cells, mask = self.cells, len(self.cells) - 1
+        values = itertools.repeat(min(number, _LATE))
+        collections.deque(map(cells.__setitem__, map(
+            operator.and_, hashes, itertools.repeat(mask)), values), maxlen=0)
+        collections.deque(map(cells.__setitem__, map(
+            operator.and_, map(operator.rshift, hashes, itertools.repeat(32)),
+            itertools.repeat(mask)), values), maxlen=0)
+
+    def get(self, key: bytes) -> _Pending | None:
+        """The latest frozen write of `key`, or None if it has none."""
+        if key in self.deleted:
+            return TOMBSTONE
+        cells = self.cells
+        mask = len(cells) - 1
+        hashed = hash(key)
+        newest = cells[hashed & mask]
+        if newest:
+            newest = min(newest, cells[(hashed >> 32) & mask])
+            segments = self.segments
+            if newest == _LATE:
+                newest = len(segments)
+            for number in range(newest - 1, -1, -1):
+                value = segments[number].get(key)
+                if value is not None:
+                    return value
+        return None
+
+    def drain_into(self, put: Callable[[bytes, bytes], object],
+                   delete: Callable[[bytes], object]) -> None:
+        """Pass every frozen write to `put` or `delete`, oldest first, freeing each segment."""
+        segments = self.segments
+        self.segments = []
+        segments.reverse()
+        while segments:
+            segment = segments.pop()
+            collections.deque(itertools.starmap(put, segment.pairs()), maxlen=0)
+            segment.close()
+        deleted, self.deleted = self.deleted, set()
+        collections.deque(map(delete, deleted), maxlen=0)
+
+
+class _CompactWriteLog(_WriteLog):
+    """A write log that keeps the writes of a large transaction compact.
+
+    Writes go to the dict of :class:`_WriteLog`; once it holds
+    :data:`FREEZE_AT` keys, they move into a :class:`_Segment`: the keys
+    sorted, keys and values copied into one memory block, and the dict
+    emptied. A frozen write costs its bytes, two offsets, a sixteenth of a
+    key object and 8 to 16 filter cells, instead of two objects and a dict
+    entry. :meth:`get` looks in the dict, then in the segments (newest
+    first, past a filter that turns away most keys never written). The
+    commit passes the segments to the batch oldest first, each in key
+    order (which LevelDB inserts into its memtable faster than a random
+    order), then the deletes, then the dict.
+
+    An ordered read (``items``, ``first``...) turns every pending write
+    back into objects in one :class:`~sortedcontainers.SortedDict`, as
+    :class:`_WriteLog` does; the transaction freezes nothing from then on.
+    """
+
+    _frozen: _FrozenWrites | None = None
+    _freeze_at = FREEZE_AT
+
+    def _start_log(self) -> None:
+        super()._start_log()
+        self._frozen = None
+        self._freeze_at = FREEZE_AT
+        self._fast_put_many = self._put_pairs
+
+    def _holds_writes(self) -> bool:
+        return bool(self._pending) or self._frozen is not None
+
+    def get(self, key: bytes) -> bytes | None:
+        """Return the value stored under ``key``, or ``None``."""
+        if self._state is not _OPEN:
+            self._raise_unusable()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if self._pending:
+            value = self._pending.get(key)
+            if value is not None:
+                return None if value is TOMBSTONE else value
+        if self._frozen is not None:
+            value = self._frozen.get(key)
+            if value is not None:
+                return None if value is TOMBSTONE else value
+        return self._read_committed(key)
+
+    def put(self, key: bytes, value: bytes) -> None:
+        """Store ``value`` under ``key``, replacing any previous value."""
+        pending = self._pending
+        if pending is None or self._state is not _OPEN:
+            self._refuse_write()
+        if type(key) is not bytes or not key:
+            _bad_key(key)
+        if type(value) is not bytes:
+            _not_bytes('value', value)
+        pending[key] = value
+        self.writes += 1
+        if len(pending) >= self._freeze_at:
+            self._freeze()
+
+    def _put_pairs(self, pairs: list[Item]) -> None:
+        # _fast_put_many: no checks, and the caller counts the writes.
+        pending: dict[bytes, _Pending] = self._pending  # type: ignore[assignment]
+        pending.update(pairs)
+        if len(pending) >= self._freeze_at:
+            self._freeze()
+
+    def _put_many(self, pairs: list[Item]) -> None:
+        super()._put_many(pairs)
+        if len(self._pending) >= self._freeze_at:  # type: ignore[arg-type]
+            self._freeze()
+
+    def _delete(self, key: bytes) -> None:
+        if self._frozen is None:
+            super()._delete(key)
+        else:
+            # A frozen write of it may be older: a tombstone must hide it.
+            self._deletes = True
+            self._pending[key] = TOMBSTONE  # type: ignore[index]
+        if len(self._pending) >= self._freeze_at:  # type: ignore[arg-type]
+            self._freeze()
+
+    def _freeze(self) -> None:
+        if self._frozen is None:
+            self._frozen = _FrozenWrites()
+        self._frozen.add(self._pending, self._deletes)  # type: ignore[arg-type]
+
+    def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
+        frozen = self._frozen
+        self._freeze_at = sys.maxsize
+        if frozen is not None:
+            # Objects again, oldest writes first so that later ones win.
+            self._frozen = None
+            table: dict[bytes, _Pending] = {}
+            frozen.drain_into(table.__setitem__, _setter(table, TOMBSTONE))
+            table.update(self._pending)  # type: ignore[arg-type]
+            self._pending = table
+        return super()._sorted_writes()
+
+    def _drain_into(self, put: Callable[[bytes, bytes], object],
+                    delete: Callable[[bytes], object]) -> None:
+        """As :meth:`_WriteLog._drain_into`, the frozen writes first (so in order)."""
+        frozen = self._frozen
+        self._frozen = None
+        if frozen is not None:
+            frozen.drain_into(put, delete)
+        super()._drain_into(put, delete)
+
+    def _drop_log(self) -> None:
+        self._frozen = None
+        super()._drop_log()
+
+
+def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], None]:
+    """A callable that sets ``table[key] = value``."""
+    def set_value(key: bytes) -> None:
+        table[key] = value
+    return set_value
