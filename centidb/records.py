@@ -31,7 +31,7 @@ from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key',
-           'delete_stale', 'checked_engine_txn', 'put_many', 'IndexSpec']
+           'checked_engine_txn', 'put_many', 'put_one', 'delete_one', 'IndexSpec']
 
 ENTRY_SEP = bytes([KEY_SEP])
 # What a scan yields: records' values, (key, value) or keys; or, walking an
@@ -132,21 +132,6 @@ def _past(last: bytes, lo: bytes | None, hi: bytes | None,
           reverse: bool) -> tuple[bytes | None, bytes | None]:
     """The bounds ``(lo, hi)`` of what a scan has left once it has yielded `last`."""
     return (lo, last) if reverse else (last + b'\x00', hi)
-
-
-def delete_stale(etxn: EngineTransaction, old_entries: list[bytes] | None,
-                 entries: list[bytes]) -> None:
-    """Delete the index entries of a record's old version it no longer has.
-
-    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-    :param old_entries: the old version's entries (or None).
-    :param entries: the new version's entries.
-    """
-    if old_entries:
-        keep = set(entries)
-        for entry in old_entries:
-            if entry not in keep:
-                etxn.delete(entry)
 
 
 def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Transaction,

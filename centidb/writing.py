@@ -27,7 +27,7 @@ from centidb.engines.base import ItemIterator
 from centidb.errors import IndexNotAddedError, KeyKindMismatchError, UniqueError
 from centidb.keylib import Key
 from centidb.limits import check_value_size
-from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key, delete_stale
+from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key
 from centidb.savepoint import Savepoint
 from centidb.txn import Change, Transaction
 
@@ -118,6 +118,21 @@ class Writer(Protocol):
         """
 
 
+def delete_stale(etxn: EngineTransaction, old_entries: list[bytes] | None,
+                 entries: list[bytes]) -> None:
+    """Delete the index entries of a record's old version it no longer has.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param old_entries: the old version's entries (or None).
+    :param entries: the new version's entries.
+    """
+    if old_entries:
+        keep = set(entries)
+        for entry in old_entries:
+            if entry not in keep:
+                etxn.delete(entry)
+
+
 class ReportingWriter:
     """A :class:`~centidb.records.RecordWriter` whose puts also record their change.
 
@@ -149,7 +164,7 @@ class ReportingWriter:
         record = self.writer.write(txn, data, key, blind)
         if record is not None:
             # A stored Record's key is never None.
-            txn.changes.append(Change(self.name, record.key, data))  # type: ignore[arg-type]
+            txn.changes.append(Change(self.name, record.key, record.data))  # type: ignore[arg-type]
         return record
 
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
