@@ -39,15 +39,6 @@ cdef inline tuple as_key(object value):
     return tuple(value) if isinstance(value, tuple) else (value,)
 
 
-cdef object checked_engine_txn(txns, txn_class, txn, bint write):
-    """Mirrors centidb.records.checked_engine_txn."""
-    if type(txn) is txn_class and txn.manager is txns and (txn.write or not write):
-        etxn = txn.engine_txn
-        if etxn is not None:
-            return etxn
-    return txns.engine_txn(txn, write)
-
-
 cdef class Record:
     """Mirrors centidb.records.Record."""
 
@@ -87,46 +78,7 @@ cdef Record new_record(coll, data, key, stored, entries, indexes):
     return record
 
 
-cdef object put_many(etxn, list writes):
-    """Mirrors centidb.records.put_many."""
-    fast_put_many = etxn._fast_put_many
-    if fast_put_many is None:
-        etxn._put_many(writes)
-    else:
-        etxn.writes += len(writes)
-        try:
-            fast_put_many(writes)
-        except Exception as exc:
-            etxn._put_many_failed(exc, writes)
-
-
 cdef Py_ssize_t _FEW = 8  # mirrors centidb.records._FEW
-
-
-cdef object put_one(etxn, bytes key, bytes value):
-    """Mirrors centidb.records.put_one."""
-    fast_put = etxn._fast_put
-    if fast_put is None:
-        put_many(etxn, [(key, value)])
-    else:
-        etxn.writes += 1
-        try:
-            fast_put(key, value)
-        except Exception as exc:
-            etxn._put_many_failed(exc, [(key, value)])
-
-
-cdef object delete_one(etxn, bytes key):
-    """Mirrors centidb.records.delete_one."""
-    fast_delete = etxn._fast_delete
-    if fast_delete is None:
-        etxn.delete(key)
-    else:
-        etxn.writes += 1
-        try:
-            fast_delete(key)
-        except Exception as exc:
-            etxn._put_many_failed(exc, [(key, b'')])
 
 
 cdef class RecordWriter:
@@ -561,10 +513,9 @@ cdef class RecordReader:
         """Mirrors centidb.records.RecordReader.index_get."""
         cdef bytes packed = pack_entry(as_key(x), index_prefix, b'')
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        found = etxn.first(packed + _ENTRY_SEP, packed + _AFTER_KEY_SEP)
-        if found is None:
+        entry = first_key(etxn, packed + _ENTRY_SEP, packed + _AFTER_KEY_SEP)
+        if entry is None:
             return default
-        entry = found[0]
         key_bytes = self.prefix + entry[PyBytes_GET_SIZE(packed) + 1:]
         stored = self.stored(etxn, key_bytes)
         if stored is None and not self.batched:

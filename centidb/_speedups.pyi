@@ -6,7 +6,7 @@ documentation. ``tests/test_typing.py`` checks this stub against the built
 module (mypy's stubtest) and against the pure signatures.
 """
 
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from typing_extensions import disjoint_base
 
@@ -187,3 +187,9 @@ class RecordReader:
     def index_records(self, index_prefix: bytes, index_name: str, items: bool,
                       etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
                       reverse: bool) -> Iterator[Any]: ...
+
+# --- _query.pxi: centidb/query.py ----------------------------------------------
+
+def count_groups(chunks: Iterable[list[tuple[bytes, bytes]]], prefix: bytes, size: int,
+                 reverse: bool, max: int | None, parts: int,
+                 group_of: Callable[[bytes, int], Key]) -> list[tuple[Key, int]]: ...

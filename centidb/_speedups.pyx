@@ -50,4 +50,6 @@ TWINS = ('packs', 'unpacks', 'unpacks_list', 'index_entries', 'Record',
 
 include "_keylib.pxi"
 include "_encodings.pxi"
+include "_fastpath.pxi"
 include "_records.pxi"
+include "_query.pxi"

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from centidb import keylib, limits, records
+from centidb import fastpath, keylib, limits, records
 from centidb.batches import BATCH_FLAG, BatchView
 from centidb.encodings import Encoder, Packer
 from centidb.engines import EngineTransaction
@@ -360,5 +360,4 @@ def first_entry(etxn: EngineTransaction, index_prefix: bytes, x: Key) -> bytes |
     """
     # Entries for exactly x are packs(x), KEY_SEP, packed record key.
     packed = keylib.packs(x, index_prefix)
-    found = etxn.first(packed + ENTRY_SEP, keylib.after_key(packed))
-    return None if found is None else found[0]
+    return fastpath.first_key(etxn, packed + ENTRY_SEP, keylib.after_key(packed))

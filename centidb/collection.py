@@ -138,13 +138,9 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
     counter_name: Final[str] = readonly(
         '_counter_name', 'The name of the counter that numbers keyless records.')
 
-    @property
-    def records(self) -> Records:
-        """The collection's write and read paths (:class:`~centidb.access.Records`).
-
-        Made again whenever its indexes or batching change.
-        """
-        return self._records
+    records: Final[Records] = readonly(
+        '_records', "The collection's write and read paths (:class:`~centidb.access.Records`),"
+        ' made again whenever its indexes or batching change.')
 
     def _packer_of(self, packer_id: int) -> Encoder:
         return self._catalog.packer(packer_id, self._name)

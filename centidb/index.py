@@ -167,6 +167,7 @@ class Index(Queryable):
         return self._records(txn, lo, hi, prefix, startswith, reverse, max, include, False)
 
     _keys_are_results = True    # one entry, one result: the engine counts them
+    _key_parts = 2              # an entry packs the index tuple, then the record key
 
     def _entry_keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
                     reverse: bool) -> Iterator[bytes]:

@@ -24,7 +24,7 @@ a commit can still be refused there, with nothing written either. On an
 engine without limits none of this runs: :func:`limited_writer` returns the
 writer as it is.
 
-This layer calls engine transactions and :func:`centidb.records.put_many`;
+This layer calls engine transactions and :func:`centidb.fastpath.put_many`;
 never a layer above.
 """
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from centidb import keylib, records
+from centidb import fastpath, keylib, records
 from centidb.engines import Engine, EngineTransaction
 from centidb.engines.base import Item
 from centidb.errors import CorruptKeyError, LimitExceededError
@@ -181,6 +181,7 @@ class _HeldWrites:
     _fast_put_many = None
     _fast_put = None
     _fast_delete = None
+    _seek_cursor = None
 
     def __init__(self, etxn: EngineTransaction) -> None:
         self.etxn = etxn
@@ -213,7 +214,7 @@ class _HeldWrites:
         for key in self.deletes:
             etxn.delete(key)
         if self.puts:
-            records.put_many(etxn, self.puts)
+            fastpath.put_many(etxn, self.puts)
 
 
 class LimitedWriter:

@@ -26,17 +26,22 @@ Every iterating method of :class:`~centidb.collection.Collection` and
     Stop after this many results.
 
 Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
+
+The loop of ``group_counts()``, :func:`count_groups`, has a compiled twin in
+``centidb._speedups`` (``_query.pxi``), chosen by :mod:`centidb.impl`.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
+import types
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
-from centidb import keylib
+from centidb import impl, keylib
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item
+from centidb.errors import CorruptKeyError
 from centidb.keylib import Key
 from centidb.records import as_key
 from centidb.txn import Transaction, TxnManager
@@ -144,15 +149,19 @@ class Queryable:
     ``_entry_keys(etxn, lo, hi, reverse)``, iterating the engine key of
     each result (a record key, or an index entry) without decoding it, and
     ``_group_of(key_bytes, size)``, the first `size` elements of the key
-    or index tuple held in one of those engine keys, and
-    ``_entry_chunks(etxn, lo, hi, reverse)``, the same engine keys as lists
-    of ``(key, value)`` pairs (fewer Python steps for a long count).
+    or index tuple held in one of those engine keys (raising the class's
+    error for a corrupt one), and ``_entry_chunks(etxn, lo, hi,
+    reverse)``, the same engine keys as lists of ``(key, value)`` pairs
+    (fewer Python steps for a long count).
     """
 
     #: True when every engine key in the query's range is one result, so
     #: the engine may count them (an index); a collection's batches hold
     #: several records under one key.
     _keys_are_results = False
+    #: How many keys one engine key packs: 1 (a record key), 2 (an index
+    #: entry: index tuple, then record key).
+    _key_parts = 1
 
     if TYPE_CHECKING:   # what a subclass provides, declared for the type checker
         _txns: TxnManager
@@ -268,30 +277,70 @@ class Queryable:
     def _group_counts(self, txn: Transaction, etxn: EngineTransaction, lo: bytes,
                       hi: bytes | None, reverse: bool, max: int | None,
                       size: int) -> list[tuple[Key, int]]:
-        groups: list[tuple[Key, int]] = []
-        if max == 0:
-            return groups
-        group: Key | None = None
-        bound = b''         # where the keys of `group` end; set with it
-        n = 0
-        for chunk in self._entry_chunks(etxn, lo, hi, reverse):
-            for key_bytes, _ in chunk:
-                if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
-                    n += 1
-                    continue
-                if group is not None:
-                    groups.append((group, n))
-                    if len(groups) == max:
-                        return groups
-                group = self._group_of(key_bytes, size)
-                first, past = keylib.prefix_range(group, self.prefix)
-                if reverse:
-                    bound = first
-                elif len(group) < size:     # a short key: only itself (and its entries)
-                    bound = keylib.after_key(first)
-                else:
-                    bound = past  # type: ignore[assignment]  # a non-empty group has one
-                n = 1
-        if group is not None:
-            groups.append((group, n))
+        return count_groups(self._entry_chunks(etxn, lo, hi, reverse), self.prefix, size,
+                            reverse, max, self._key_parts, self._group_of)
+
+
+def count_groups(chunks: Iterable[list[Item]], prefix: bytes, size: int, reverse: bool,
+                 max: int | None, parts: int,
+                 group_of: Callable[[bytes, int], Key]) -> list[tuple[Key, int]]:
+    """Count the engine keys of `chunks` per group: the loop of ``group_counts()``.
+
+    A group is the first `size` elements of the first key packed in an
+    engine key (a shorter key is a group of its own). Only the first engine
+    key of each group is decoded; the next ones are compared with the
+    group's bound as bytes. Compiled twin in ``_query.pxi``.
+
+    :param chunks: lists of ``(engine key, value)`` pairs, in key order
+        (descending if `reverse`), as ``item_chunks`` yields them.
+    :param prefix: the prefix every engine key starts with.
+    :param size: how many leading elements make a group (``>= 1``).
+    :param reverse: the keys descend.
+    :param max: stop after this many groups (``None``: no limit).
+    :param parts: how many keys each engine key packs: 1 (a record key)
+        or 2 (an index entry: index tuple, then record key).
+    :param group_of: called as ``group_of(engine key, size)`` for an engine
+        key that does not decode into `parts` keys; it raises the caller's
+        error (what it returns is used as the group otherwise).
+    :returns: a ``list`` of ``(group tuple, count)``.
+    """
+    groups: list[tuple[Key, int]] = []
+    if max == 0:
         return groups
+    group: Key | None = None
+    bound = b''         # where the keys of `group` end; set with it
+    n = 0
+    for chunk in chunks:
+        for key_bytes, _ in chunk:
+            if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
+                n += 1
+                continue
+            if group is not None:
+                groups.append((group, n))
+                if len(groups) == max:
+                    return groups
+            try:
+                keys: list[Key] | None = keylib.unpacks_list(key_bytes, prefix)
+            except CorruptKeyError:
+                keys = None
+            if keys is None or len(keys) != parts:
+                group = group_of(key_bytes, size)
+            else:
+                group = keys[0][:size]
+            first, past = keylib.prefix_range(group, prefix)
+            if reverse:
+                bound = first
+            elif len(group) < size:     # a short key: only itself (and its entries)
+                bound = keylib.after_key(first)
+            else:
+                bound = past  # type: ignore[assignment]  # a non-empty group has one
+            n = 1
+    if group is not None:
+        groups.append((group, n))
+    return groups
+
+
+#: The pure-Python version, whichever implementation is active (for parity
+#: tests and the docs).
+PYTHON = types.SimpleNamespace(count_groups=count_groups)
+count_groups = impl.choose(count_groups)

@@ -13,8 +13,9 @@ of a plain value, or a ``put_many`` of plain values) and
 passed to their constructors. The general cases are
 :class:`centidb.access.Records`.
 
-This layer calls engine transactions only (and reads the fields of the
-store transactions it is handed); never a layer above.
+This layer calls engine transactions, through :mod:`centidb.fastpath`
+where it can (and reads the fields of the store transactions it is handed);
+never a layer above.
 """
 
 from __future__ import annotations
@@ -24,14 +25,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
 
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
+from centidb.fastpath import checked_engine_txn, delete_one, first_key, put_many, put_one
 from centidb.engines.base import Item
 from centidb.errors import CentiError, CorruptKeyError
 from centidb.keyformat import KEY_SEP
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key',
-           'checked_engine_txn', 'put_many', 'put_one', 'delete_one', 'IndexSpec']
+__all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key', 'IndexSpec']
 
 ENTRY_SEP = bytes([KEY_SEP])
 # What a scan yields: records' values, (key, value) or keys; or, walking an
@@ -134,81 +135,8 @@ def _past(last: bytes, lo: bytes | None, hi: bytes | None,
     return (lo, last) if reverse else (last + b'\x00', hi)
 
 
-def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Transaction,
-                       write: bool) -> EngineTransaction:
-    """The engine transaction of the store transaction `txn`, checked.
-
-    :param txns: the store's :class:`~centidb.txn.TxnManager`.
-    :param txn_class: :class:`~centidb.txn.Transaction`.
-    :param txn: what the caller passed as ``txn=``.
-    :param write: True if the caller writes.
-    :raises TypeError: if `txn` is not a transaction of `txns`.
-    :raises ~centidb.errors.TransactionError: if it has ended, or is
-        read-only and `write` is true.
-    """
-    if type(txn) is txn_class and txn.manager is txns and (txn.write or not write):
-        etxn = txn.engine_txn
-        if etxn is not None:
-            return etxn
-    return txns.engine_txn(txn, write)   # raises the right error
-
-
-def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
-    """Write the ``(key, value)`` list `writes` through the engine's fastest path.
-
-    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-    :param writes: a ``list`` of ``(key, value)`` pairs of checked bytes.
-    """
-    fast_put_many = etxn._fast_put_many
-    if fast_put_many is None:
-        etxn._put_many(writes)
-    else:
-        etxn.writes += len(writes)
-        try:
-            fast_put_many(writes)
-        except Exception as exc:
-            etxn._put_many_failed(exc, writes)
-
-
 #: Up to this many index entries, membership tests scan a list.
 _FEW = 8
-
-
-def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
-    """Write one checked ``(key, value)`` pair through the engine's fastest path.
-
-    Without the engine's ``_fast_put`` it is :func:`put_many` of one pair.
-
-    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-    :param key: the key bytes.
-    :param value: the value bytes.
-    """
-    fast_put = etxn._fast_put
-    if fast_put is None:
-        put_many(etxn, [(key, value)])
-    else:
-        etxn.writes += 1
-        try:
-            fast_put(key, value)
-        except Exception as exc:
-            etxn._put_many_failed(exc, [(key, value)])
-
-
-def delete_one(etxn: EngineTransaction, key: bytes) -> None:
-    """Delete the checked key `key` through the engine's fastest path.
-
-    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
-    :param key: the key bytes.
-    """
-    fast_delete = etxn._fast_delete
-    if fast_delete is None:
-        etxn.delete(key)
-    else:
-        etxn.writes += 1
-        try:
-            fast_delete(key)
-        except Exception as exc:
-            etxn._put_many_failed(exc, [(key, _EMPTY)])
 
 
 class RecordWriter:
@@ -739,10 +667,10 @@ class RecordReader:
         """
         packed = keylib.packs(as_key(x), index_prefix)
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        found = etxn.first(packed + ENTRY_SEP, keylib.after_key(packed))
-        if found is None:
+        entry = first_key(etxn, packed + ENTRY_SEP, keylib.after_key(packed))
+        if entry is None:
             return default
-        key_bytes = self.prefix + found[0][len(packed) + 1:]
+        key_bytes = self.prefix + entry[len(packed) + 1:]
         stored = self._stored(etxn, key_bytes)
         if stored is None and not self.batched:
             stored = self.batch_get(etxn, key_bytes)

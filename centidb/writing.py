@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Protocol
 
-from centidb import keylib, records
+from centidb import fastpath, keylib, records
 from centidb.batches import BatchView
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
@@ -549,13 +549,13 @@ class RecordWrites:
             done += 1
             if done == FILL_CHUNK:
                 # The scan survives writes made through its transaction.
-                records.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+                fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
                 chunk = []
                 done = 0
                 if progress is not None:
                     progress(FILL_CHUNK)
         if chunk:
-            records.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+            fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
         if done and progress is not None:
             progress(done)
 

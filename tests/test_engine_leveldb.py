@@ -151,3 +151,23 @@ def test_plyvel_commit_of_writes_and_deletes_keeps_their_order(tmp_path):
         with eng.begin(write=True) as txn:
             txn._put_many([(b'c', b'3'), (b'c', b'4')])
         assert list(eng.items()) == [(b'b', b'2'), (b'c', b'4')]
+
+
+def test_plyvel_read_transaction_offers_its_seek_iterator_as_a_seek_cursor(tmp_path):
+    """After the first seek; a write transaction never (seeks must see its pending writes)."""
+    pytest.importorskip('plyvel')
+    with PlyvelEngine(str(tmp_path / 'db'), create_if_missing=True) as eng:
+        for key in (b'b', b'd'):
+            eng.put(key, b'v')
+        with eng.begin(write=True) as txn:
+            assert txn.first(b'a') == (b'b', b'v') and txn._seek_cursor is None
+        txn = eng.begin()
+        assert txn._seek_cursor is None
+        assert txn.first(b'c') == (b'd', b'v')
+        cursor = txn._seek_cursor
+        assert cursor.set_range(b'a') and cursor.key() == b'b'
+        assert cursor.set_range(b'd') and cursor.key() == b'd'
+        assert not cursor.set_range(b'e')
+        assert cursor.set_range(b'c') and cursor.key() == b'd'
+        txn.abort()
+        assert txn._seek_cursor is None

@@ -2,11 +2,14 @@
 
 The in-memory and LevelDB write transactions keep their writes in one dict
 (key -> latest value or TOMBSTONE): what a pending write costs, deletes of
-keys only this transaction wrote, sorting on the first iteration, and the
-commit taking the writes away. PlyvelEngine's log freezes a large
-transaction's writes into compact key-sorted segments: reads find them
-(newest first, deletes included), an ordered read turns them back into
-objects, an abort drops them, and a frozen write costs about its bytes.
+keys only this transaction wrote, sorting on the first iteration, the
+unchecked calls (``_fast_put``...), and the commit taking the writes away
+(a small table read in place, a large one emptied as it goes).
+PlyvelEngine's log freezes a large transaction's writes into compact
+key-sorted segments: reads find them (newest first, deletes included, also
+through the unchecked calls), an ordered read turns them back into
+objects, an abort drops them, and a frozen write costs about its bytes. A
+write transaction reads a committed key once when read again in a row.
 """
 
 import sys
@@ -105,6 +108,43 @@ def test_commit_takes_the_pending_writes_away(logged):
     assert list(logged.items()) == [(b'k', b'v')]
 
 
+def test_the_unchecked_writes_are_the_checked_ones_without_checks(logged):
+    """``_fast_put`` / ``_fast_put_many`` (and PlyvelEngine's ``_fast_delete``) while open."""
+    logged.put(b'old', b'1')
+    logged.put(b'kept', b'2')
+    txn = logged.begin(write=True)
+    txn._fast_put(b'new', b'3')
+    txn._fast_put_many([(b'old', b'4'), (b'more', b'5')])
+    if txn._fast_delete is not None:
+        txn._fast_delete(b'more')        # only ever pending: forgotten
+        txn._fast_delete(b'kept')        # committed: a tombstone
+        assert b'more' not in txn._pending and txn._pending[b'kept'] is TOMBSTONE
+    else:
+        txn.delete(b'more')
+        txn.delete(b'kept')
+    assert txn.get(b'new') == b'3' and txn.get(b'old') == b'4' and txn.get(b'kept') is None
+    txn.commit()
+    assert txn._fast_put is None and txn._fast_put_many is None and txn._fast_delete is None
+    assert txn._fast_get is None
+    assert list(logged.items()) == [(b'new', b'3'), (b'old', b'4')]
+
+
+@pytest.mark.parametrize('whole', [True, False])
+def test_a_commit_of_puts_and_deletes_small_or_large(logged, monkeypatch, whole):
+    """A small table is read in place and cleared, a large one emptied as it is copied."""
+    if not whole:
+        monkeypatch.setattr(writelog, '_DRAIN_WHOLE', 2)
+    for i in range(0, 10, 2):
+        logged.put(b'k%d' % i, b'old')
+    with logged.begin(write=True) as txn:
+        for i in range(10):
+            if i % 3:
+                txn.put(b'k%d' % i, b'new')
+            else:
+                txn.delete(b'k%d' % i)
+    assert dict(logged.items()) == {b'k%d' % i: b'new' for i in range(10) if i % 3}
+
+
 # --- PlyvelEngine: large transactions freeze their writes into segments ------------------
 
 
@@ -143,6 +183,45 @@ def test_frozen_writes_are_read_back_newest_first(small_freeze):
     expected.update({b'k%03d' % i: b'y' for i in range(60, 64)})
     expected[b'k005'] = b'again'
     assert dict(small_freeze.items()) == expected
+
+
+def test_the_unchecked_calls_follow_the_frozen_writes(small_freeze):
+    """``_fast_get`` and ``_fast_delete`` see writes frozen after they were made."""
+    small_freeze.put(b'old', b'committed')
+    with small_freeze.begin(write=True) as txn:
+        assert txn.get(b'old') == b'committed'
+        txn.writes += 12
+        for i in range(12):
+            txn._fast_put(b'k%02d' % i, b'v%d' % i)
+        assert txn._frozen is not None
+        get = txn._fast_get
+        assert [get(b'k%02d' % i) for i in range(12)] == [b'v%d' % i for i in range(12)]
+        txn.writes += 2
+        txn._fast_delete(b'k01')          # frozen: a tombstone hides it
+        txn._fast_delete(b'old')
+        assert txn._fast_get(b'k01') is None and txn._fast_get(b'old') is None
+        assert txn.get(b'k00') == b'v0' and txn.get(b'absent') is None
+    assert small_freeze.get(b'k01') is None and small_freeze.get(b'old') is None
+    assert small_freeze.get(b'k11') == b'v11'
+
+
+def test_a_write_transaction_reads_the_committed_data_once_per_key_in_a_row(tmp_path):
+    """Reading a record, then writing it back: one database read (the snapshot never changes)."""
+    pytest.importorskip('plyvel')
+    with PlyvelEngine(tmp_path / 'db', create_if_missing=True) as eng:
+        eng.put(b'a', b'1')
+        with eng.begin(write=True) as txn:
+            reads = []
+            snapshot_get = txn._read_committed
+            txn._read_committed = lambda key: reads.append(key) or snapshot_get(key)
+            txn._arm()
+            assert [txn.get(b'a'), txn.get(b'a'), txn.get(b'b'), txn.get(b'a')] == \
+                [b'1', b'1', None, b'1']
+            assert reads == [b'a', b'b', b'a']
+            txn.put(b'a', b'2')
+            assert txn.get(b'a') == b'2'
+            txn.delete(b'a')        # pending: forgotten only if never committed
+            assert txn.get(b'a') is None and reads == [b'a', b'b', b'a', b'a']
 
 
 def test_an_ordered_read_brings_the_frozen_writes_back(small_freeze):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, ParamSpec, TypeVar
 
-from centidb import _speedups, keylib, records
+from centidb import _speedups, keylib, query, records
 
 _T = TypeVar('_T')
 _P = ParamSpec('_P')
@@ -71,3 +71,7 @@ def record_reader_agrees(pure: records.RecordReader, twin: _speedups.RecordReade
     same([pure.get], [twin.get])
     same([pure.index_get], [twin.index_get])
     same([pure.index_records], [twin.index_records])
+
+
+def count_groups_agrees() -> None:
+    same([query.count_groups], [_speedups.count_groups])

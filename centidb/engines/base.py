@@ -15,12 +15,13 @@ import threading
 import weakref
 from types import TracebackType
 from typing import (
-    Any, Callable, Generator, Iterable, Iterator, Literal, NoReturn, Tuple, TypeVar,
+    Any, Callable, Generator, Iterable, Iterator, Literal, NoReturn, Protocol, Tuple, TypeVar,
 )
 
 from centidb.errors import EngineClosedError, TransactionError
 
-__all__ = ['Engine', 'EngineTransaction', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator']
+__all__ = ['Engine', 'EngineTransaction', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator',
+           'SeekCursor']
 
 # Type aliases, for annotations (evaluated at import: typing's spelling).
 #: A ``(key, value)`` pair of ``bytes``, as ``items()`` yields it.
@@ -29,6 +30,17 @@ Item = Tuple[bytes, bytes]
 ItemIterator = Generator[Item, None, None]
 #: What ``keys()`` returns: a generator of keys; ``close()`` ends it.
 KeyIterator = Generator[bytes, None, None]
+
+
+class SeekCursor(Protocol):
+    """What an engine transaction's ``_seek_cursor`` offers (an ``lmdb.Cursor`` does)."""
+
+    def set_range(self, key: bytes, /) -> bool:
+        """Move to the first key ``>= key``; False if there is none."""
+
+    def key(self) -> bytes:
+        """The key at the current position."""
+
 
 _T = TypeVar('_T')
 _Self = TypeVar('_Self')
@@ -101,6 +113,11 @@ class EngineTransaction:
         #: Likewise a callable ``(key)`` that deletes one key with no checks,
         #: its exception passed with ``[(key, b'')]``. ``None``: use :meth:`delete`.
         self._fast_delete: Callable[[bytes], object] | None = None
+        #: Likewise a cursor for unchecked seeks: ``set_range(key)`` moves it
+        #: to the first key ``>= key`` and returns False if there is none;
+        #: ``key()`` then gives that key. Callers position it anew each time.
+        #: ``None``: use :meth:`first`.
+        self._seek_cursor: SeekCursor | None = None
         self._state = _OPEN
         self._registered = False
 

@@ -232,11 +232,39 @@ class PlyvelEngine(Engine):
         return self._db.get(key)
 
 
+class _SeekCursor:
+    """A plyvel iterator as a read transaction's ``_seek_cursor`` (see ``EngineTransaction``).
+
+    :param it: an iterator of ``(key, value)`` over a snapshot.
+    """
+
+    __slots__ = ('_it', '_key')
+
+    def __init__(self, it: _PlyvelIterator) -> None:
+        self._it = it
+        self._key = b''
+
+    def set_range(self, key: bytes) -> bool:
+        """Move to the first key ``>= key``; False if there is none."""
+        it = self._it
+        it.seek(key)
+        found = next(it, None)
+        if found is None:
+            return False
+        self._key = found[0]
+        return True
+
+    def key(self) -> bytes:
+        """The key at the current position."""
+        return self._key
+
+
 class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
     """A plyvel snapshot; if writing, also the pending writes (see ``_CompactWriteLog``).
 
     ``commit()`` moves them into one atomic WriteBatch. Seeks (``first``)
-    reuse one snapshot iterator while there are no pending writes.
+    reuse one snapshot iterator while there are no pending writes; a read
+    transaction's first seek also offers it as ``_seek_cursor``.
     """
 
     engine: PlyvelEngine
@@ -261,6 +289,8 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
         it = self._seeker
         if it is None:
             it = self._seeker = self._snapshot.iterator()
+            if self._pending is None:   # a read-only snapshot: seeks need no merge
+                self._seek_cursor = _SeekCursor(it)
         if reverse:
             if hi is None:
                 it.seek_to_stop()
@@ -315,7 +345,7 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             self._abort()
 
     def _abort(self) -> None:
-        self._fast_get = None
+        self._fast_get = self._seek_cursor = None
         self._drop_log()
         if self._seeker is not None:
             self._seeker.close()

@@ -463,7 +463,7 @@ class _LmdbTransaction(EngineTransaction):
 
     def _shared_cursor(self) -> lmdb.Cursor[bytes]:
         if self._cursor is None:
-            self._cursor = self._txn.cursor()
+            self._cursor = self._seek_cursor = self._txn.cursor()
         return self._cursor
 
     def get(self, key: bytes) -> bytes | None:
@@ -652,7 +652,7 @@ class _LmdbTransaction(EngineTransaction):
             # None once ended: every method checks the state before using _txn.
             self._txn = None  # type: ignore[assignment]
             self._cursor = self._fast_get = self._fast_put_many = self._fast_put = None
-            self._fast_delete = None
+            self._fast_delete = self._seek_cursor = None
             self._putmulti = None  # type: ignore[assignment]  # used only while open
             self.engine._release_active()
 

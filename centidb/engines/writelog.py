@@ -18,7 +18,7 @@ import mmap
 import operator
 import sys
 from array import array
-from typing import Any, Callable, Iterator, Union
+from typing import Any, Callable, Iterable, Iterator, Union
 
 from sortedcontainers import SortedDict
 
@@ -116,6 +116,12 @@ def merge_overlay(overlay: SortedDict[bytes, _Pending], base: Iterator[Item],
             close()
 
 
+#: :meth:`_WriteLog._drain_into` reads a table of at most this many writes in
+#: place and clears it afterwards (faster); a larger one it empties as it
+#: copies it (each write freed at once).
+_DRAIN_WHOLE = 1 << 16
+
+
 class _WriteLog(EngineTransaction):
     """Base of write transactions that keep their writes in memory.
 
@@ -123,13 +129,15 @@ class _WriteLog(EngineTransaction):
     :data:`TOMBSTONE` for a delete. It holds the very ``bytes`` objects the
     caller passed, and nothing per write besides its table entry: no tuple,
     no log of superseded writes, no copy. A write is one dict update
-    (``_fast_put_many`` is the dict's own ``update``, which runs in C), a
-    read one lookup. Deleting a key that only this transaction wrote drops
-    its entry, rather than keep a tombstone. The first iteration turns the
-    dict into a :class:`~sortedcontainers.SortedDict`, kept from then on.
-    An engine that commits through a batch empties the table with
-    :meth:`_drain_into` as it copies it, so each write's objects are freed once
-    copied and the commit's peak memory stays near that of the batch alone.
+    (``_fast_put_many`` and ``_fast_put`` are the dict's own ``update`` and
+    ``__setitem__``, which run in C), a read one lookup. Deleting a key that
+    only this transaction wrote drops its entry, rather than keep a
+    tombstone. The first iteration turns the dict into a
+    :class:`~sortedcontainers.SortedDict`, kept from then on.
+    An engine that commits through a batch hands the table over with
+    :meth:`_drain_into`; a large table is emptied as it is copied, so each
+    write's objects are freed once copied and the commit's peak memory
+    stays near that of the batch alone.
 
     Subclasses set ``_read_committed``, the getter of the data as of
     ``begin()``; ``_pending`` is None in a read-only transaction, and after
@@ -143,6 +151,7 @@ class _WriteLog(EngineTransaction):
         self._pending = {}
         self._deletes = False   # whether a TOMBSTONE was ever written
         self._fast_put_many = self._pending.update
+        self._fast_put = self._pending.__setitem__
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
@@ -192,6 +201,7 @@ class _WriteLog(EngineTransaction):
         made: SortedDict[bytes, _Pending] = SortedDict(pending or ())
         self._pending = made
         self._fast_put_many = made.update
+        self._fast_put = made.__setitem__
         return made
 
     def _holds_writes(self) -> bool:
@@ -204,10 +214,11 @@ class _WriteLog(EngineTransaction):
 
         Calls ``put(key, value)`` or ``delete(key)`` once per key written,
         with its latest write, in no particular order (only the latest write
-        of each key is left, so order does not matter), and drops each pair
-        from the table as it goes: a consumer that keeps only a compact copy
-        (a write batch) frees the objects meanwhile. Afterwards the
-        transaction holds no pending writes and refuses more.
+        of each key is left, so order does not matter). A table of more
+        than :data:`_DRAIN_WHOLE` writes loses each pair as it goes: a
+        consumer that keeps only a compact copy (a write batch) frees the
+        objects meanwhile. Afterwards the transaction holds no pending
+        writes and refuses more.
         """
         pending, deletes = self._pending, self._deletes
         self._drop_log()
@@ -216,19 +227,30 @@ class _WriteLog(EngineTransaction):
         # A SortedDict: a plain copy, so the sorted list of keys is dropped.
         table = pending if type(pending) is dict else dict(pending)
         del pending
-        # popitem() from the end until it is empty, driven in C by islice.
-        drained = itertools.islice(iter(table.popitem, None), len(table))
-        if not deletes:
-            collections.deque(itertools.starmap(put, drained), maxlen=0)
+        if len(table) > _DRAIN_WHOLE:
+            # popitem() from the end until it is empty, driven in C by islice.
+            drained = itertools.islice(iter(table.popitem, None), len(table))
+            if not deletes:
+                collections.deque(itertools.starmap(put, drained), maxlen=0)
+                return
+            for key, value in drained:
+                if value is TOMBSTONE:
+                    delete(key)
+                else:
+                    put(key, value)
             return
-        for key, value in drained:
-            if value is TOMBSTONE:
-                delete(key)
-            else:
-                put(key, value)
+        # Small enough to keep until copied: read in place, split in C.
+        live: Iterable[tuple[bytes, _Pending]] = table.items()
+        if deletes:
+            collections.deque(map(delete, itertools.compress(table, map(
+                operator.is_, table.values(), itertools.repeat(TOMBSTONE)))), maxlen=0)
+            live = itertools.compress(live, map(
+                operator.is_not, table.values(), itertools.repeat(TOMBSTONE)))
+        collections.deque(itertools.starmap(put, live), maxlen=0)
+        table.clear()
 
     def _drop_log(self) -> None:
-        self._pending = self._fast_put_many = None
+        self._pending = self._fast_put_many = self._fast_put = None
 
 
 #: A :class:`_CompactWriteLog` freezes its dict into a segment when the dict
@@ -414,6 +436,13 @@ class _CompactWriteLog(_WriteLog):
     order (which LevelDB inserts into its memtable faster than a random
     order), then the deletes, then the dict.
 
+    The unchecked calls (``_fast_get``, ``_fast_put``, ``_fast_put_many``,
+    ``_fast_delete``) are closures over the current dict and frozen writes,
+    made again by :meth:`_arm` when either is replaced; the checked methods
+    check, then call them. ``_fast_get`` keeps the last value it read from
+    the committed data (a snapshot, which never changes), so that reading a
+    record and writing it back reads the database once.
+
     An ordered read (``items``, ``first``...) turns every pending write
     back into objects in one :class:`~sortedcontainers.SortedDict`, as
     :class:`_WriteLog` does; the transaction freezes nothing from then on.
@@ -426,67 +455,83 @@ class _CompactWriteLog(_WriteLog):
         super()._start_log()
         self._frozen = None
         self._freeze_at = FREEZE_AT
-        self._fast_put_many = self._put_pairs
+        self._arm()
+
+    def _arm(self) -> None:
+        """Make the unchecked calls over the current dict and frozen writes."""
+        pending: dict[bytes, _Pending] = self._pending  # type: ignore[assignment]
+        frozen, committed = self._frozen, self._read_committed
+        self._fast_get = _log_getter(pending.get, frozen, committed)
+        setitem, update = pending.__setitem__, pending.update
+        freeze_at, freeze = self._freeze_at, self._freeze
+        log = self
+
+        def put(key: bytes, value: bytes) -> None:
+            setitem(key, value)
+            if len(pending) >= freeze_at:
+                freeze()
+
+        def put_many(pairs: list[Item]) -> None:
+            update(pairs)
+            if len(pending) >= freeze_at:
+                freeze()
+
+        def delete(key: bytes) -> None:
+            # A frozen write of it may be older than the dict's: only a
+            # tombstone hides it. Without one, a key written in this
+            # transaction only is deleted by forgetting it.
+            if frozen is None and key in pending and committed(key) is None:
+                del pending[key]
+                return
+            log._deletes = True
+            setitem(key, TOMBSTONE)
+            if len(pending) >= freeze_at:
+                freeze()
+
+        self._fast_put, self._fast_put_many, self._fast_delete = put, put_many, delete
 
     def _holds_writes(self) -> bool:
         return bool(self._pending) or self._frozen is not None
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
-        if self._state is not _OPEN:
+        get = self._fast_get
+        if get is None or self._state is not _OPEN:
             self._raise_unusable()
         if type(key) is not bytes or not key:
             _bad_key(key)
-        if self._pending:
-            value = self._pending.get(key)
-            if value is not None:
-                return None if value is TOMBSTONE else value
-        if self._frozen is not None:
-            value = self._frozen.get(key)
-            if value is not None:
-                return None if value is TOMBSTONE else value
-        return self._read_committed(key)
+        return get(key)
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
-        pending = self._pending
-        if pending is None or self._state is not _OPEN:
+        put = self._fast_put
+        if put is None or self._state is not _OPEN:
             self._refuse_write()
         if type(key) is not bytes or not key:
             _bad_key(key)
         if type(value) is not bytes:
             _not_bytes('value', value)
-        pending[key] = value
+        put(key, value)
         self.writes += 1
-        if len(pending) >= self._freeze_at:
-            self._freeze()
-
-    def _put_pairs(self, pairs: list[Item]) -> None:
-        # _fast_put_many: no checks, and the caller counts the writes.
-        pending: dict[bytes, _Pending] = self._pending  # type: ignore[assignment]
-        pending.update(pairs)
-        if len(pending) >= self._freeze_at:
-            self._freeze()
 
     def _put_many(self, pairs: list[Item]) -> None:
-        super()._put_many(pairs)
-        if len(self._pending) >= self._freeze_at:  # type: ignore[arg-type]
-            self._freeze()
+        put_many = self._fast_put_many
+        if put_many is None or self._state is not _OPEN:
+            self._refuse_write()
+        put_many(pairs)
+        self.writes += len(pairs)
 
     def _delete(self, key: bytes) -> None:
-        if self._frozen is None:
-            super()._delete(key)
-        else:
-            # A frozen write of it may be older: a tombstone must hide it.
-            self._deletes = True
-            self._pending[key] = TOMBSTONE  # type: ignore[index]
-        if len(self._pending) >= self._freeze_at:  # type: ignore[arg-type]
-            self._freeze()
+        # Callers checked that this is an open write transaction.
+        self._fast_delete(key)  # type: ignore[misc]
 
     def _freeze(self) -> None:
-        if self._frozen is None:
+        first = self._frozen is None
+        if first:
             self._frozen = _FrozenWrites()
-        self._frozen.add(self._pending, self._deletes)  # type: ignore[arg-type]
+        self._frozen.add(self._pending, self._deletes)  # type: ignore[union-attr,arg-type]
+        if first:
+            self._arm()     # reads must look in the frozen writes now
 
     def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
         frozen = self._frozen
@@ -498,7 +543,11 @@ class _CompactWriteLog(_WriteLog):
             frozen.drain_into(table.__setitem__, _setter(table, TOMBSTONE))
             table.update(self._pending)  # type: ignore[arg-type]
             self._pending = table
-        return super()._sorted_writes()
+        pending = self._pending
+        made = super()._sorted_writes()
+        if made is not pending or frozen is not None:
+            self._arm()
+        return made
 
     def _drain_into(self, put: Callable[[bytes, bytes], object],
                     delete: Callable[[bytes], object]) -> None:
@@ -512,6 +561,32 @@ class _CompactWriteLog(_WriteLog):
     def _drop_log(self) -> None:
         self._frozen = None
         super()._drop_log()
+        self._fast_get = self._fast_delete = None
+
+
+def _log_getter(pending_get: Callable[[bytes], _Pending | None], frozen: _FrozenWrites | None,
+                committed: Callable[[bytes], bytes | None]) -> Callable[[bytes], bytes | None]:
+    """An unchecked get: the pending writes, then `frozen`, then the `committed` data.
+
+    It keeps the last value read from `committed`, which must always give
+    the same value for a key (a snapshot).
+    """
+    frozen_get = None if frozen is None else frozen.get
+    last_key: bytes = b''   # never a key
+    last_value: bytes | None = None
+
+    def get(key: bytes) -> bytes | None:
+        nonlocal last_key, last_value
+        value = pending_get(key)
+        if value is None and frozen_get is not None:
+            value = frozen_get(key)
+        if value is None:
+            if key != last_key:
+                last_value = committed(key)
+                last_key = key
+            return last_value
+        return None if value is TOMBSTONE else value
+    return get
 
 
 def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], None]:

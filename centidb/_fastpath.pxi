@@ -1,0 +1,62 @@
+# Twin of centidb/fastpath.py: the engine transaction's unchecked calls. Included by
+# _speedups.pyx before _records.pxi, whose classes call these without a Python call.
+
+cdef object checked_engine_txn(txns, txn_class, txn, bint write):
+    """Mirrors centidb.fastpath.checked_engine_txn."""
+    if type(txn) is txn_class and txn.manager is txns and (txn.write or not write):
+        etxn = txn.engine_txn
+        if etxn is not None:
+            return etxn
+    return txns.engine_txn(txn, write)
+
+
+cdef object put_many(etxn, list writes):
+    """Mirrors centidb.fastpath.put_many."""
+    fast_put_many = etxn._fast_put_many
+    if fast_put_many is None:
+        etxn._put_many(writes)
+    else:
+        etxn.writes += len(writes)
+        try:
+            fast_put_many(writes)
+        except Exception as exc:
+            etxn._put_many_failed(exc, writes)
+
+
+cdef object put_one(etxn, bytes key, bytes value):
+    """Mirrors centidb.fastpath.put_one."""
+    fast_put = etxn._fast_put
+    if fast_put is None:
+        put_many(etxn, [(key, value)])
+    else:
+        etxn.writes += 1
+        try:
+            fast_put(key, value)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, value)])
+
+
+cdef object delete_one(etxn, bytes key):
+    """Mirrors centidb.fastpath.delete_one."""
+    fast_delete = etxn._fast_delete
+    if fast_delete is None:
+        etxn.delete(key)
+    else:
+        etxn.writes += 1
+        try:
+            fast_delete(key)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, b'')])
+
+
+cdef object first_key(etxn, bytes lo, bytes hi):
+    """Mirrors centidb.fastpath.first_key."""
+    cursor = etxn._seek_cursor
+    if cursor is None:
+        found = etxn.first(lo, hi)
+        return None if found is None else found[0]
+    if cursor.set_range(lo):
+        key = cursor.key()
+        if key < hi:
+            return key
+    return None

@@ -1,0 +1,116 @@
+"""Fast paths: an engine transaction's unchecked calls, used when it offers them.
+
+An :class:`~centidb.engines.EngineTransaction` may offer ``_fast_get``,
+``_fast_put_many``, ``_fast_put``, ``_fast_delete`` and ``_seek_cursor``
+(see :mod:`centidb.engines.base`): calls that skip its argument and state
+checks. The functions here use one when it is there and the checked method
+when it is not, and keep the transaction's ``writes`` count; the callers
+have checked the keys. :func:`checked_engine_txn` does the one check they
+need, that the store transaction is open. Each has a compiled twin in
+``centidb._speedups`` (``_records.pxi``).
+
+This layer calls engine transactions only; never a layer above.
+"""
+
+from __future__ import annotations
+
+from centidb.engines import EngineTransaction
+from centidb.engines.base import Item
+from centidb.txn import Transaction, TxnManager
+
+__all__ = ['checked_engine_txn', 'put_many', 'put_one', 'delete_one', 'first_key']
+
+_EMPTY = b''
+
+
+def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Transaction,
+                       write: bool) -> EngineTransaction:
+    """The engine transaction of the store transaction `txn`, checked.
+
+    :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param txn_class: :class:`~centidb.txn.Transaction`.
+    :param txn: what the caller passed as ``txn=``.
+    :param write: True if the caller writes.
+    :raises TypeError: if `txn` is not a transaction of `txns`.
+    :raises ~centidb.errors.TransactionError: if it has ended, or is
+        read-only and `write` is true.
+    """
+    if type(txn) is txn_class and txn.manager is txns and (txn.write or not write):
+        etxn = txn.engine_txn
+        if etxn is not None:
+            return etxn
+    return txns.engine_txn(txn, write)   # raises the right error
+
+
+def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
+    """Write the ``(key, value)`` list `writes` through the engine's fastest path.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param writes: a ``list`` of ``(key, value)`` pairs of checked bytes.
+    """
+    fast_put_many = etxn._fast_put_many
+    if fast_put_many is None:
+        etxn._put_many(writes)
+    else:
+        etxn.writes += len(writes)
+        try:
+            fast_put_many(writes)
+        except Exception as exc:
+            etxn._put_many_failed(exc, writes)
+
+
+def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
+    """Write one checked ``(key, value)`` pair through the engine's fastest path.
+
+    Without the engine's ``_fast_put`` it is :func:`put_many` of one pair.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param key: the key bytes.
+    :param value: the value bytes.
+    """
+    fast_put = etxn._fast_put
+    if fast_put is None:
+        put_many(etxn, [(key, value)])
+    else:
+        etxn.writes += 1
+        try:
+            fast_put(key, value)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, value)])
+
+
+def delete_one(etxn: EngineTransaction, key: bytes) -> None:
+    """Delete the checked key `key` through the engine's fastest path.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param key: the key bytes.
+    """
+    fast_delete = etxn._fast_delete
+    if fast_delete is None:
+        etxn.delete(key)
+    else:
+        etxn.writes += 1
+        try:
+            fast_delete(key)
+        except Exception as exc:
+            etxn._put_many_failed(exc, [(key, _EMPTY)])
+
+
+def first_key(etxn: EngineTransaction, lo: bytes, hi: bytes) -> bytes | None:
+    """Return the first key ``>= lo`` and ``< hi`` of `etxn`, or None.
+
+    It seeks the engine's ``_seek_cursor`` when there is one.
+
+    :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+    :param lo: the lower bound (bytes).
+    :param hi: the upper bound (bytes).
+    """
+    cursor = etxn._seek_cursor
+    if cursor is None:
+        found = etxn.first(lo, hi)
+        return None if found is None else found[0]
+    if cursor.set_range(lo):
+        key = cursor.key()
+        if key < hi:
+            return key
+    return None
