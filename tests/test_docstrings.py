@@ -24,7 +24,7 @@ import pytest
 import centidb
 from centidb import (
     admin, batches, bulk, catalog, cli, cli_commands, cli_common, cli_dump, collection, dumpformat,
-    encodings, engines, errors, impl, index, keyformat, access, fields, hooks, keylib, limits, mapping, model, modelindex, query, records, savepoint,
+    encodings, engines, errors, fastpath, impl, index, keyformat, access, fields, hooks, keylib, limits, mapping, model, modelindex, query, records, savepoint,
     store, txn, verify, writing,
 )
 
@@ -36,7 +36,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            model, modelindex, fields, store, admin, hooks, verify, catalog, collection,
            bulk, mapping,
            index, query, access, writing,
-           savepoint, limits, records, txn,
+           savepoint, limits, records, fastpath, txn,
            impl,
            engines, *ENGINE_MODULES, encodings, dumpformat, keylib, keyformat, errors, batches]
 

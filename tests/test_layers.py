@@ -28,6 +28,7 @@ LAYERS = [
     ['engines'],
     ['txn'],
     ['catalog', 'batches'],
+    ['fastpath'],
     ['records'],
     ['limits'],
     ['savepoint'],

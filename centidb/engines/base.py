@@ -36,7 +36,10 @@ class SeekCursor(Protocol):
     """What an engine transaction's ``_seek_cursor`` offers (an ``lmdb.Cursor`` does)."""
 
     def set_range(self, key: bytes, /) -> bool:
-        """Move to the first key ``>= key``; False if there is none."""
+        """Move to the first key ``>= key``; False if there is none.
+
+        :param key: the key to seek.
+        """
 
     def key(self) -> bytes:
         """The key at the current position."""
@@ -113,10 +116,7 @@ class EngineTransaction:
         #: Likewise a callable ``(key)`` that deletes one key with no checks,
         #: its exception passed with ``[(key, b'')]``. ``None``: use :meth:`delete`.
         self._fast_delete: Callable[[bytes], object] | None = None
-        #: Likewise a cursor for unchecked seeks: ``set_range(key)`` moves it
-        #: to the first key ``>= key`` and returns False if there is none;
-        #: ``key()`` then gives that key. Callers position it anew each time.
-        #: ``None``: use :meth:`first`.
+        #: Likewise a :class:`SeekCursor`. ``None``: use :meth:`first`.
         self._seek_cursor: SeekCursor | None = None
         self._state = _OPEN
         self._registered = False
