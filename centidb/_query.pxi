@@ -5,7 +5,6 @@
 # last element, which are packs(group, prefix) since decoding accepts only
 # the canonical encoding.
 
-from cpython.tuple cimport PyTuple_GET_SIZE
 from cpython.list cimport PyList_AsTuple
 
 TWINS += ('count_groups',)
@@ -69,12 +68,9 @@ def count_groups(chunks, bytes prefix, Py_ssize_t size, bint reverse, max, Py_ss
         return groups
     for chunk in chunks:
         for item in chunk:
-            if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:
-                key = (<tuple>item)[0]
-            else:
-                key, _ = item
-            if key is None:
-                raise TypeError('an engine key must be bytes, not None')
+            if type(item) is not bytes:
+                raise TypeError(f'an engine key must be bytes, not {type(item).__name__!r}')
+            key = <bytes>item
             if head is not None and in_group(key, PyBytes_AS_STRING(head), first_len, cap,
                                              reverse):
                 n += 1

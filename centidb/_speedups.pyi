@@ -190,6 +190,6 @@ class RecordReader:
 
 # --- _query.pxi: centidb/query.py ----------------------------------------------
 
-def count_groups(chunks: Iterable[list[tuple[bytes, bytes]]], prefix: bytes, size: int,
+def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int,
                  reverse: bool, max: int | None, parts: int,
                  group_of: Callable[[bytes, int], Key]) -> list[tuple[Key, int]]: ...

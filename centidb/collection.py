@@ -24,7 +24,6 @@ from centidb.bulk import BulkWrites
 from centidb.catalog import Catalog, CollectionInfo
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
-from centidb.engines.base import Item
 from centidb.hooks import CollectionHooks
 from centidb.index import Index, Indexed, IndexSet  # Index: also the older import path
 from centidb.keylib import Key
@@ -412,9 +411,9 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         return (key_bytes for key_bytes, _ in self._records.items(etxn, lo, hi, reverse))
 
     def _entry_chunks(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
-                      reverse: bool) -> Iterator[list[Item]]:
-        items = self._records.items(etxn, lo, hi, reverse)
-        return iter(lambda: list(itertools.islice(items, _CHUNK)), [])
+                      reverse: bool) -> Iterator[list[bytes]]:
+        keys = self._entry_keys(etxn, lo, hi, reverse)
+        return iter(lambda: list(itertools.islice(keys, _CHUNK)), [])
 
     def _group_of(self, key_bytes: bytes, size: int) -> Key:
         try:

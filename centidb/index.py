@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator, Opti
 from centidb import keylib
 from centidb.catalog import Catalog
 from centidb.engines import EngineTransaction
-from centidb.engines.base import Item
 from centidb.errors import UnknownIndexError
 from centidb.keylib import Key
 from centidb.query import Queryable, check_query, query_doc, readonly
@@ -174,8 +173,8 @@ class Index(Queryable):
         return etxn.keys(lo, hi, reverse)
 
     def _entry_chunks(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
-                      reverse: bool) -> Iterator[list[Item]]:
-        return etxn.item_chunks(lo, hi, reverse)
+                      reverse: bool) -> Iterator[list[bytes]]:
+        return etxn.key_chunks(lo, hi, reverse)
 
     def _group_of(self, entry: bytes, size: int) -> Key:
         parts = keylib.unpacks_list(entry, self._prefix)

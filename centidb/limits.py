@@ -189,7 +189,7 @@ class _HeldWrites:
         # Reads go straight to the engine transaction.
         self.get, self.get_many, self.first = etxn.get, etxn.get_many, etxn.first
         self.items, self.keys, self.count = etxn.items, etxn.keys, etxn.count
-        self.item_chunks = etxn.item_chunks
+        self.item_chunks, self.key_chunks = etxn.item_chunks, etxn.key_chunks
         self.deletes: list[bytes] = []
         self.puts: list[Item] = []
 

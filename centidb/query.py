@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
-from centidb.engines.base import Item
 from centidb.errors import CorruptKeyError
 from centidb.keylib import Key
 from centidb.records import as_key
@@ -151,8 +150,8 @@ class Queryable:
     ``_group_of(key_bytes, size)``, the first `size` elements of the key
     or index tuple held in one of those engine keys (raising the class's
     error for a corrupt one), and ``_entry_chunks(etxn, lo, hi,
-    reverse)``, the same engine keys as lists of ``(key, value)`` pairs
-    (fewer Python steps for a long count).
+    reverse)``, the same engine keys in lists (fewer Python steps for a
+    long count).
     """
 
     #: True when every engine key in the query's range is one result, so
@@ -179,7 +178,7 @@ class Queryable:
         def _group_of(self, key_bytes: bytes, size: int) -> Key: ...
 
         def _entry_chunks(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
-                          reverse: bool) -> Iterator[list[Item]]: ...
+                          reverse: bool) -> Iterator[list[bytes]]: ...
 
     def _bounds(self, lo: object, hi: object, prefix: object, startswith: object,
                 include: bool) -> tuple[bytes, bytes | None]:
@@ -281,7 +280,7 @@ class Queryable:
                             reverse, max, self._key_parts, self._group_of)
 
 
-def count_groups(chunks: Iterable[list[Item]], prefix: bytes, size: int, reverse: bool,
+def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int, reverse: bool,
                  max: int | None, parts: int,
                  group_of: Callable[[bytes, int], Key]) -> list[tuple[Key, int]]:
     """Count the engine keys of `chunks` per group: the loop of ``group_counts()``.
@@ -291,8 +290,8 @@ def count_groups(chunks: Iterable[list[Item]], prefix: bytes, size: int, reverse
     key of each group is decoded; the next ones are compared with the
     group's bound as bytes. Compiled twin in ``_query.pxi``.
 
-    :param chunks: lists of ``(engine key, value)`` pairs, in key order
-        (descending if `reverse`), as ``item_chunks`` yields them.
+    :param chunks: lists of engine keys, in key order (descending if
+        `reverse`), as ``key_chunks`` yields them.
     :param prefix: the prefix every engine key starts with.
     :param size: how many leading elements make a group (``>= 1``).
     :param reverse: the keys descend.
@@ -311,7 +310,7 @@ def count_groups(chunks: Iterable[list[Item]], prefix: bytes, size: int, reverse
     bound = b''         # where the keys of `group` end; set with it
     n = 0
     for chunk in chunks:
-        for key_bytes, _ in chunk:
+        for key_bytes in chunk:
             if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
                 n += 1
                 continue

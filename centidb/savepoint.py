@@ -11,7 +11,7 @@ layer above.
 
 from __future__ import annotations
 
-from typing import Generator, Iterable
+from typing import Generator, Iterable, Iterator
 
 from centidb.engines import Engine, EngineTransaction
 from centidb.engines.base import Item, ItemIterator, KeyIterator
@@ -125,6 +125,16 @@ class Savepoint:
         :param reverse: descend.
         """
         return self.etxn.item_chunks(lo, hi, reverse)
+
+    def key_chunks(self, lo: bytes | None = None, hi: bytes | None = None,
+                   reverse: bool = False) -> Iterator[list[bytes]]:
+        """As :meth:`~centidb.engines.EngineTransaction.key_chunks`.
+
+        :param lo: the lowest key included, or ``None``.
+        :param hi: the key at which to stop, or ``None``.
+        :param reverse: descend.
+        """
+        return self.etxn.key_chunks(lo, hi, reverse)
 
     def keys(self, lo: bytes | None = None, hi: bytes | None = None,
              reverse: bool = False) -> KeyIterator:

@@ -42,7 +42,8 @@ from engine_helpers import engine, fill, make_engine  # noqa: F401 - a fixture
 
 
 def test_item_chunks_hold_what_items_yields(engine):
-    """item_chunks gives items' pairs in non-empty lists, from a read
+    """item_chunks gives items' pairs in non-empty lists (key_chunks their
+    keys, in lists of the same lengths), from a read
     transaction, and from a write transaction with and without pending
     writes; long ranges come in several lists."""
     model = {k: b'v' + k for k in RANGE_KEYS}
@@ -57,6 +58,10 @@ def test_item_chunks_hold_what_items_yields(engine):
                     assert all(chunks), (lo, hi, reverse)
                     got = [pair for chunk in chunks for pair in chunk]
                     assert got == expected_items(model, lo, hi, reverse), (lo, hi, reverse)
+                    key_chunks = list(txn.key_chunks(lo, hi, reverse))
+                    assert [len(chunk) for chunk in key_chunks] == [len(c) for c in chunks]
+                    assert [key for chunk in key_chunks for key in chunk] == [
+                        key for key, _ in got], (lo, hi, reverse)
         assert len(list(txn.item_chunks())) > 1
     with engine.begin() as txn:
         check(txn, model)
@@ -67,6 +72,27 @@ def test_item_chunks_hold_what_items_yields(engine):
         model[b'm0100x'] = b'new'
         del model[b'm0200']
         check(txn, model)
+
+
+@pytest.mark.parametrize('reverse', [False, True])
+def test_chunks_keep_the_snapshot_across_another_commit(engine, reverse):
+    """A read transaction's item_chunks and key_chunks, begun before another
+    transaction commits, go on yielding the snapshot after it."""
+    model = {b'k%04d' % i: b'%d' % i for i in range(0, 600, 2)}
+    fill(engine, model.items())
+    expected = expected_items(model, None, None, reverse)
+    with engine.begin() as txn:
+        items, keys = txn.item_chunks(reverse=reverse), txn.key_chunks(reverse=reverse)
+        got, got_keys = next(items), next(keys)
+        with engine.begin(write=True) as writer:
+            for i in range(0, 600, 3):
+                writer.put(b'k%04d' % i, b'new')
+            writer.delete(b'k0300')
+            writer.delete(expected[-1][0])
+        got += [pair for chunk in items for pair in chunk]
+        got_keys += [key for chunk in keys for key in chunk]
+    assert got == expected
+    assert got_keys == [key for key, _ in expected]
 
 
 def test_writes_changes_when_a_transaction_ends(engine):

@@ -51,9 +51,9 @@ def engine_keys(tuples, parts):
 
 
 def chunks_of(keys, seed):
-    """`keys` as lists of ``(key, b'')`` pairs of random lengths, as item_chunks gives them."""
+    """`keys` in lists of random lengths, as key_chunks gives them."""
     rnd = random.Random(seed)
-    pairs, chunks = [(key, b'') for key in keys], []
+    pairs, chunks = list(keys), []
     while pairs:
         cut = rnd.randrange(1, 40)
         chunks.append(pairs[:cut])
@@ -96,9 +96,9 @@ def test_groups_of_every_kind_of_element(count_groups, parts, seed):
 def test_a_short_key_is_a_group_apart_from_its_extensions(count_groups):
     tuples = [(), ('a',), ('a',), ('a', 1), ('a', 1, 'x'), ('a', 2), ('a\x00',), ('b',)]
     keys = engine_keys(tuples, 2)
-    assert count_groups([[(k, b'') for k in keys]], PREFIX, 2, False, None, 2, refuse) == [
+    assert count_groups([keys], PREFIX, 2, False, None, 2, refuse) == [
         ((), 1), (('a',), 2), (('a', 1), 2), (('a', 2), 1), (('a\x00',), 1), (('b',), 1)]
-    assert count_groups([[(k, b'') for k in keys[::-1]]], PREFIX, 2, True, None, 2,
+    assert count_groups([keys[::-1]], PREFIX, 2, True, None, 2,
                         refuse) == [(('b',), 1), (('a\x00',), 1), (('a', 2), 1),
                                     (('a', 1), 2), (('a',), 2), ((), 1)]
 
@@ -117,7 +117,7 @@ def corrupt_keys():
 def test_a_corrupt_key_starting_a_group_goes_to_group_of(count_groups, corrupt):
     def group_of(key, size):
         raise CorruptKeyError(f'corrupt: {key!r}')
-    pairs = [(keylib.packs([(' ',), (1,)], PREFIX), b''), (corrupt, b'')]
+    pairs = [keylib.packs([(' ',), (1,)], PREFIX), corrupt]
     with pytest.raises(CorruptKeyError, match='corrupt: '):
         count_groups([pairs], PREFIX, 1, False, None, 2, group_of)
     # A group_of that accepts the key after all gives its group.
@@ -128,7 +128,7 @@ def test_a_corrupt_key_starting_a_group_goes_to_group_of(count_groups, corrupt):
 @pytest.mark.parametrize('count_groups', IMPLEMENTATIONS)
 def test_a_corrupt_key_inside_a_group_is_counted_undecoded(count_groups):
     first = keylib.packs([('a',), (1,)], PREFIX)
-    pairs = [(first, b''), (first + b'\x7f', b''), (keylib.packs([('b',), (1,)], PREFIX), b'')]
+    pairs = [first, first + b'\x7f', keylib.packs([('b',), (1,)], PREFIX)]
     assert count_groups([pairs], PREFIX, 1, False, None, 2, refuse) == [(('a',), 2), (('b',), 1)]
 
 

@@ -20,7 +20,7 @@ from typing import (
 
 from centidb.errors import EngineClosedError, TransactionError
 
-__all__ = ['Engine', 'EngineTransaction', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator',
+__all__ = ['Engine', 'EngineTransaction', 'FastCalls', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator',
            'SeekCursor']
 
 # Type aliases, for annotations (evaluated at import: typing's spelling).
@@ -73,7 +73,35 @@ def _check_bounds(lo: bytes | None, hi: bytes | None) -> None:
         _not_bytes('hi', hi)
 
 
-class EngineTransaction:
+class FastCalls:
+    """The unchecked calls an :class:`EngineTransaction` may offer (see :mod:`centidb.fastpath`).
+
+    Each is ``None`` when the checked method must be used instead. Engines
+    set them while they are valid and reset them when the transaction ends.
+    """
+
+    #: A callable ``(key) -> value or None`` that skips every check, for
+    #: callers that pass non-empty bytes keys no longer than the engine's
+    #: ``max_key_size``.
+    _fast_get: Callable[[bytes], bytes | None] | None = None
+    #: Likewise a callable ``(pairs)`` that stores a list of ``(key,
+    #: value)`` pairs with no checks; the caller first adds ``len(pairs)``
+    #: to ``writes``, and passes any exception it raises to
+    #: ``_put_many_failed``. ``None``: use ``_put_many``.
+    _fast_put_many: Callable[[list[Item]], object] | None = None
+    #: Likewise a callable ``(key, value)`` that stores one pair with no
+    #: checks; the caller adds 1 to ``writes`` and passes any exception,
+    #: with the list of that pair, to ``_put_many_failed``. ``None``: use
+    #: ``_put_many``.
+    _fast_put: Callable[[bytes, bytes], object] | None = None
+    #: Likewise a callable ``(key)`` that deletes one key with no checks,
+    #: its exception passed with ``[(key, b'')]``. ``None``: use ``delete``.
+    _fast_delete: Callable[[bytes], object] | None = None
+    #: Likewise a :class:`SeekCursor`. ``None``: use ``first``.
+    _seek_cursor: SeekCursor | None = None
+
+
+class EngineTransaction(FastCalls):
     """A transaction on an :class:`Engine`; see :mod:`centidb.engines`.
 
     Subclasses implement ``_get``, ``_put``, ``_delete``, ``_items``,
@@ -98,26 +126,6 @@ class EngineTransaction:
         #: iterators that read ahead compare it between steps to notice the
         #: transaction's own writes (and its end).
         self.writes = 0
-        #: A callable ``(key) -> value or None`` that skips every check, for
-        #: callers that pass non-empty bytes keys no longer than the engine's
-        #: ``max_key_size``; ``None`` when :meth:`get` must be used. Engines
-        #: set it while it is valid and reset it when the transaction ends.
-        self._fast_get: Callable[[bytes], bytes | None] | None = None
-        #: Likewise a callable ``(pairs)`` that stores a list of ``(key,
-        #: value)`` pairs with no checks; the caller first adds
-        #: ``len(pairs)`` to :attr:`writes`, and passes any exception it
-        #: raises to :meth:`_put_many_failed`. ``None``: use ``_put_many``.
-        self._fast_put_many: Callable[[list[Item]], object] | None = None
-        #: Likewise a callable ``(key, value)`` that stores one pair with no
-        #: checks; the caller adds 1 to :attr:`writes` and passes any
-        #: exception, with the list of that pair, to
-        #: :meth:`_put_many_failed`. ``None``: use ``_put_many``.
-        self._fast_put: Callable[[bytes, bytes], object] | None = None
-        #: Likewise a callable ``(key)`` that deletes one key with no checks,
-        #: its exception passed with ``[(key, b'')]``. ``None``: use :meth:`delete`.
-        self._fast_delete: Callable[[bytes], object] | None = None
-        #: Likewise a :class:`SeekCursor`. ``None``: use :meth:`first`.
-        self._seek_cursor: SeekCursor | None = None
         self._state = _OPEN
         self._registered = False
 
@@ -325,18 +333,33 @@ class EngineTransaction:
         :returns: an iterator of non-empty lists of ``(key, value)``.
         :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
         """
-        if self._state is not _OPEN or self.engine._closed:
-            self._raise_unusable()
-        _check_bounds(lo, hi)
-        if lo is not None and hi is not None and lo >= hi:
+        if self._empty_range(lo, hi):
             return _no_chunks()
         return self._item_chunks(lo, hi, bool(reverse))
 
-    def _checked_items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
+    def key_chunks(self, lo: bytes | None = None, hi: bytes | None = None,
+                   reverse: bool = False) -> Iterator[list[bytes]]:
+        """As :meth:`item_chunks`, but lists of keys alone, for callers that need no value.
+
+        :param lo: the lowest key included (``bytes``), or ``None``.
+        :param hi: the key at which to stop (excluded), or ``None``.
+        :param reverse: descend, from the largest key below `hi`.
+        :returns: an iterator of non-empty lists of keys.
+        :raises TypeError: if `lo` or `hi` is neither ``bytes`` nor ``None``.
+        """
+        if self._empty_range(lo, hi):
+            return _no_chunks()
+        return self._key_chunks(lo, hi, bool(reverse))
+
+    def _empty_range(self, lo: bytes | None, hi: bytes | None) -> bool:
+        """Check the state and the bounds; True if ``[lo, hi)`` holds no key."""
         if self._state is not _OPEN or self.engine._closed:
             self._raise_unusable()
         _check_bounds(lo, hi)
-        if lo is not None and hi is not None and lo >= hi:
+        return lo is not None and hi is not None and lo >= hi
+
+    def _checked_items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
+        if self._empty_range(lo, hi):
             return self._guarded(iter(()))
         return self._guarded(self._items(lo, hi, bool(reverse)))
 
@@ -468,6 +491,11 @@ class EngineTransaction:
             if close is not None:
                 close()
 
+    def _key_chunks(self, lo: bytes | None, hi: bytes | None,
+                    reverse: bool) -> Iterator[list[bytes]]:
+        """The lists of :meth:`key_chunks`, cut from ``_item_chunks``; engines may read faster."""
+        return ([key for key, _ in chunk] for chunk in self._item_chunks(lo, hi, reverse))
+
     def _commit(self) -> None:
         raise NotImplementedError
 
@@ -481,40 +509,43 @@ MAX_CHUNK = 1024
 _FIRST_CHUNK = 16
 
 
-def chunked(pairs: Iterator[Item], lo: bytes | None, hi: bytes | None,
-            reverse: bool) -> Generator[list[Item], None, None]:
+def chunked(pairs: Iterator[Any], lo: bytes | None, hi: bytes | None,
+            reverse: bool, keys: bool = False) -> Generator[list[Any], None, None]:
     """Cut the ordered `pairs` into the lists of ``item_chunks``, stopping at the range's end.
 
     :param pairs: ``(key, value)`` pairs in key order (descending if
-        `reverse`), starting inside the range.
+        `reverse`), starting inside the range; keys alone if `keys`.
     :param lo: in reverse, stop before the first key below it (else ignored).
     :param hi: going forward, stop at the first key not below it (else ignored).
     :param reverse: the pairs descend.
+    :param keys: `pairs` are keys (for ``key_chunks``).
     """
     for size in _chunk_sizes():
         chunk = list(itertools.islice(pairs, size))
+        if not chunk:
+            return
+        last = chunk[-1] if keys else chunk[-1][0]
         if reverse:
-            if lo is not None and chunk and chunk[-1][0] < lo:
+            if lo is not None and last < lo:
                 end = len(chunk)
-                while end and chunk[end - 1][0] < lo:
+                while end and (chunk[end - 1] if keys else chunk[end - 1][0]) < lo:
                     end -= 1
                 del chunk[end:]
                 if chunk:
                     yield chunk
                 return
-        elif hi is not None and chunk and chunk[-1][0] >= hi:
+        elif hi is not None and last >= hi:
             # (hi,) sorts before every pair whose key is hi.
-            del chunk[bisect.bisect_left(chunk, (hi,)):]
+            del chunk[bisect.bisect_left(chunk, hi if keys else (hi,)):]
             if chunk:
                 yield chunk
             return
-        if chunk:
-            yield chunk
+        yield chunk
         if len(chunk) < size:
             return
 
 
-def _no_chunks() -> Generator[list[Item], None, None]:
+def _no_chunks() -> Generator[list[Any], None, None]:
     yield from ()
 
 

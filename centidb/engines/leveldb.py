@@ -49,8 +49,9 @@ if TYPE_CHECKING:
 
     class _PlyvelSnapshot(Protocol):
         def get(self, key: bytes) -> bytes | None: ...
+        # (With include_value=False the iterator yields keys, not pairs.)
         def iterator(self, *, start: bytes | None = None, stop: bytes | None = None,
-                     reverse: bool = False) -> _PlyvelIterator: ...
+                     reverse: bool = False, include_value: bool = True) -> _PlyvelIterator: ...
         def close(self) -> None: ...
 
     class _PlyvelWriteBatch(Protocol):
@@ -333,6 +334,20 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             yield from chunked(pairs, lo, None, reverse)
         finally:
             pairs.close()
+
+    def _key_chunks(self, lo: bytes | None, hi: bytes | None,
+                    reverse: bool) -> Generator[list[bytes], None, None]:
+        if self._pending is not None:
+            yield from super()._key_chunks(lo, hi, reverse)
+            return
+        if reverse:
+            keys = self._snapshot.iterator(stop=hi, reverse=True, include_value=False)
+        else:
+            keys = self._snapshot.iterator(start=lo, stop=hi, include_value=False)
+        try:
+            yield from chunked(keys, lo, None, reverse, keys=True)
+        finally:
+            keys.close()
 
     def _commit(self) -> None:
         try:

@@ -630,6 +630,19 @@ class _LmdbTransaction(EngineTransaction):
             pairs = cursor.iternext()
         yield from chunked(pairs, lo, hi, reverse)
 
+    def _key_chunks(self, lo: bytes | None, hi: bytes | None,
+                    reverse: bool) -> Generator[list[bytes], None, None]:
+        cursor = self._txn.cursor()
+        if reverse:
+            if not _seek_before(cursor, hi):
+                return
+            keys = cursor.iterprev(values=False)
+        else:
+            if not (cursor.first() if lo is None else cursor.set_range(lo)):
+                return
+            keys = cursor.iternext(values=False)
+        yield from chunked(keys, lo, hi, reverse, keys=True)
+
     def _commit(self) -> None:
         try:
             self._txn.commit()

@@ -7,7 +7,7 @@ import collections
 import itertools
 import operator
 import threading
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Generator, Iterator, Mapping, Optional
 
 from sortedcontainers import SortedDict
 
@@ -19,7 +19,9 @@ from centidb.engines.base import (
     ItemIterator,
     _bad_key,
     _check_bounds,
+    _chunk_sizes,
     _not_bytes,
+    chunked,
 )
 from centidb.engines.writelog import (
     TOMBSTONE,
@@ -184,6 +186,42 @@ class MemoryEngine(Engine):
                     yield key, value
             after = keys[-1]
 
+    def _snapshot_chunks(self, version: int, lo: bytes | None, hi: bytes | None,
+                         reverse: bool, values: bool = True) -> Generator[list[Any], None, None]:
+        """The lists of ``item_chunks`` (``key_chunks`` without `values`) as of ``version``.
+
+        While no commit has come since ``version``, the data is the snapshot:
+        each list is sliced from the sorted dict in C, under the lock. After
+        a commit, the rest is cut from :meth:`_snapshot_items`.
+        """
+        last = None
+        with self._lock:
+            keys: Iterator[bytes] | None = None
+            if version == self._version:
+                keys = self._data.irange(lo, hi, (True, False), reverse)
+        if keys is not None:
+            for size in _chunk_sizes():
+                with self._lock:
+                    if version != self._version:
+                        break
+                    names = list(itertools.islice(keys, size))
+                    chunk = list(zip(names, map(self._data.__getitem__, names))) if values else names
+                if chunk:
+                    yield chunk
+                if len(chunk) < size:
+                    return
+                last = names[-1]
+        if last is not None:        # go on past the last key yielded
+            if reverse:
+                hi = last
+            else:
+                lo = last + b'\x00'
+        items = self._snapshot_items(version, lo, hi, reverse)
+        if values:
+            yield from chunked(items, None, None, reverse)
+        else:
+            yield from chunked((key for key, _ in items), None, None, reverse, keys=True)
+
     def _first(self, version: int, lo: bytes | None, hi: bytes | None,
                reverse: bool) -> Item | None:
         """Return the first pair of ``_snapshot_items(version, lo, hi, reverse)``, or None."""
@@ -313,6 +351,14 @@ class _MemoryReadTransaction(EngineTransaction):
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         return self.engine._snapshot_items(self._version, lo, hi, reverse)
 
+    def _item_chunks(self, lo: bytes | None, hi: bytes | None,
+                     reverse: bool) -> Generator[list[Item], None, None]:
+        return self.engine._snapshot_chunks(self._version, lo, hi, reverse)
+
+    def _key_chunks(self, lo: bytes | None, hi: bytes | None,
+                    reverse: bool) -> Generator[list[bytes], None, None]:
+        return self.engine._snapshot_chunks(self._version, lo, hi, reverse, False)
+
     def _commit(self) -> None:
         self._fast_get = None
         self.engine._unregister_reader(self._version)
@@ -352,6 +398,20 @@ class _MemoryWriteTransaction(_WriteLog, EngineTransaction):
         base = self.engine._snapshot_items(self._version, lo, hi, reverse)
         # Always overlaid: later writes must show up in this iterator.
         return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
+
+    def _item_chunks(self, lo: bytes | None, hi: bytes | None,
+                     reverse: bool) -> Generator[list[Item], None, None]:
+        if self._pending:
+            return super()._item_chunks(lo, hi, reverse)
+        # Nothing written yet: the committed data is all there is (chunks
+        # need not follow later writes: see item_chunks).
+        return self.engine._snapshot_chunks(self._version, lo, hi, reverse)
+
+    def _key_chunks(self, lo: bytes | None, hi: bytes | None,
+                    reverse: bool) -> Iterator[list[bytes]]:
+        if self._pending:
+            return super()._key_chunks(lo, hi, reverse)
+        return self.engine._snapshot_chunks(self._version, lo, hi, reverse, False)
 
     def _commit(self) -> None:
         pending, deletes = self._pending, self._deletes
