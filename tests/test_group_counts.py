@@ -19,6 +19,7 @@ import pytest
 
 from centidb import impl, keylib, query
 from centidb.errors import CorruptKeyError
+from centidb.keyformat import KEY_SEP, TAG_BYTES, TAG_STR
 from centidb.keylib import Desc
 
 PURE = query.PYTHON.count_groups
@@ -123,6 +124,63 @@ def test_a_corrupt_key_starting_a_group_goes_to_group_of(count_groups, corrupt):
     # A group_of that accepts the key after all gives its group.
     accepted = count_groups([pairs], PREFIX, 1, False, None, 2, lambda key, size: ('x',))
     assert accepted == [((' ',), 1), (('x',), 1)]
+
+
+def string_elements(seed):
+    """Str and bytes elements with raw 7-bit groups: every 1- and 2-byte
+    payload, 3- and 4-byte payloads led by a multi-byte UTF-8 start, and
+    random runs of groups (dangling, or with padding bits set)."""
+    rnd = random.Random(seed)
+    payloads = [bytes([a]) for a in range(256)] + [bytes([a, b]) for a in range(256)
+                                                    for b in range(0, 256, 3)]
+    payloads += [bytes([rnd.randrange(0xC0, 0x100)] + [rnd.randrange(0x70, 0xD0)
+                                                       for _ in range(rnd.randrange(2, 4))])
+                 for _ in range(4000)]
+    elements = []
+    for payload in payloads:
+        for tag in (TAG_STR, TAG_BYTES):
+            out = bytearray([tag])
+            keylib._pack7(payload, out)
+            elements.append(bytes(out))
+    elements += [bytes([rnd.choice((TAG_STR, TAG_BYTES))])
+                 + bytes(rnd.randrange(0x80, 0x100) for _ in range(rnd.randrange(10)))
+                 for _ in range(2000)]
+    return elements
+
+
+def decodes(key):
+    try:
+        keylib.PYTHON.unpacks_list(key, PREFIX)
+    except CorruptKeyError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize('count_groups', IMPLEMENTATIONS)
+@pytest.mark.parametrize('where', ['record key', 'past the group'])
+def test_a_string_is_corrupt_exactly_when_the_decoder_says_so(count_groups, where):
+    """Elements outside the group are checked, not decoded, by the twin:
+    the keys it sends to group_of are exactly those the pure decoder
+    refuses (bad UTF-8, a dangling 7-bit group, padding bits set)."""
+    head = keylib.packs(('a',), PREFIX)
+    tail = bytes([KEY_SEP]) + keylib.packs((1,))
+    refused = []
+
+    def group_of(key, size):
+        refused.append(key)
+        raise CorruptKeyError('refused')
+    for element in string_elements(1):
+        if where == 'record key':
+            key = head + bytes([KEY_SEP]) + element
+        else:
+            key = head + element + tail
+        if decodes(key):
+            assert count_groups([[key]], PREFIX, 1, False, None, 2, group_of) == [(('a',), 1)]
+        else:
+            with pytest.raises(CorruptKeyError, match='refused'):
+                count_groups([[key]], PREFIX, 1, False, None, 2, group_of)
+            assert refused.pop() == key
+    assert not refused
 
 
 @pytest.mark.parametrize('count_groups', IMPLEMENTATIONS)
