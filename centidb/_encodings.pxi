@@ -8,9 +8,9 @@ cdef class MsgpackDecode:
 
     cdef object run(self, data):
         try:
-            return self.unpackb(data, raw=False, strict_map_key=False, ext_hook=self.ext_hook)
+            return self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook)
         except UnicodeDecodeError:
-            return self.unpackb(data, raw=False, strict_map_key=False, ext_hook=self.ext_hook,
+            return self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook,
                                 unicode_errors='surrogatepass')
 
     def __call__(self, data):

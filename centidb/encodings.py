@@ -390,10 +390,10 @@ def msgpack_decoder(unpackb: Callable[..., Any],
     """
     def decode(data: bytes) -> Any:
         try:
-            return unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook)
+            return unpackb(data, strict_map_key=False, ext_hook=ext_hook)
         except UnicodeDecodeError:
             # A lone surrogate (or bad bytes); the strict first try costs less.
-            return unpackb(data, raw=False, strict_map_key=False, ext_hook=ext_hook,
+            return unpackb(data, strict_map_key=False, ext_hook=ext_hook,
                            unicode_errors='surrogatepass')
     return decode
 
