@@ -126,7 +126,7 @@ cdef class RecordWriter:
             return entries_of(self.specs, data, entry_tail)
         return self.old_entries(old, entry_tail)
 
-    def write(self, txn, data, key, blind):
+    cpdef write(self, txn, data, key, blind):
         """Mirrors centidb.records.RecordWriter.write."""
         cdef Py_ssize_t limit
         cdef bytes key_bytes, value, entry_tail, entry
@@ -351,7 +351,7 @@ cdef class RecordReader:
         except Exception as exc:
             raise self.corrupt_record(key_bytes, exc) from exc
 
-    def get(self, txn, key, default):
+    cpdef get(self, txn, key, default):
         """Mirrors centidb.records.RecordReader.get."""
         key_bytes = pack_entry(as_key(key), self.prefix, b'')
         stored = self.read(checked_engine_txn(self.txns, self.txn_class, txn, False),
@@ -360,7 +360,7 @@ cdef class RecordReader:
             return default
         return self.decode_stored(key_bytes, stored)
 
-    def get_record(self, txn, key, default):
+    cpdef get_record(self, txn, key, default):
         """Mirrors centidb.records.RecordReader.get_record."""
         key = as_key(key)
         key_bytes = pack_entry(key, self.prefix, b'')

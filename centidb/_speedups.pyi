@@ -193,3 +193,11 @@ class RecordReader:
 def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int,
                  reverse: bool, max: int | None, parts: int,
                  group_of: Callable[[bytes, int], Key]) -> list[tuple[Key, int]]: ...
+
+# --- _collection.pxi: centidb/collection.py ------------------------------------
+
+def _collection_get(self: Any, key: object, default: Any = None, *,
+                    txn: Transaction | None = None, rec: bool = False, encoded: bool = False,
+                    raw: bool = False) -> Any: ...
+def _collection_put(self: Any, rec: Any, key: object = None, blind: bool = False,
+                    txn: Transaction | None = None, packer: Any = None) -> Any: ...

@@ -18,6 +18,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import sys
 
 import pytest
 
@@ -97,6 +98,10 @@ def _public_members(prefix, cls):
         attr = vars(owner)[name]
         if isinstance(attr, _DOCUMENTABLE):
             attr = attr.fget if isinstance(attr, property) else attr.__func__
+        if not inspect.isfunction(attr):
+            # A compiled twin (``get = impl.choose(_collection_get)``): check
+            # the pure function of its name, in the module of the class.
+            attr = vars(sys.modules[owner.__module__]).get(getattr(attr, '__name__', ''), attr)
         if not inspect.isfunction(attr):
             continue    # data attributes are documented with ``#:`` comments
         yield f'{prefix}.{name}', attr, cls

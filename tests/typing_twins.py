@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, ParamSpec, TypeVar
 
-from centidb import _speedups, keylib, query, records
+from centidb import _speedups, collection, keylib, query, records
 
 _T = TypeVar('_T')
 _P = ParamSpec('_P')
@@ -75,3 +75,8 @@ def record_reader_agrees(pure: records.RecordReader, twin: _speedups.RecordReade
 
 def count_groups_agrees() -> None:
     same([query.count_groups], [_speedups.count_groups])
+
+
+def collection_methods_agree() -> None:
+    same([collection._collection_get, collection._collection_put],
+         [_speedups._collection_get, _speedups._collection_put])
