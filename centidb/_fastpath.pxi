@@ -3,7 +3,7 @@
 
 cdef object checked_engine_txn(txns, txn_class, txn, bint write):
     """Mirrors centidb.fastpath.checked_engine_txn."""
-    if type(txn) is txn_class and txn.manager is txns and (txn.write or not write):
+    if type(txn) is txn_class and txn.manager is txns and (not write or txn.write):
         etxn = txn.engine_txn
         if etxn is not None:
             return etxn

@@ -35,7 +35,7 @@ def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Tran
     :raises ~centidb.errors.TransactionError: if it has ended, or is
         read-only and `write` is true.
     """
-    if type(txn) is txn_class and txn.manager is txns and (txn.write or not write):
+    if type(txn) is txn_class and txn.manager is txns and (not write or txn.write):
         etxn = txn.engine_txn
         if etxn is not None:
             return etxn

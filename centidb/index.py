@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator, Optional
 
-from centidb import keylib
+from centidb import impl, keylib
 from centidb.catalog import Catalog
 from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
@@ -18,11 +18,41 @@ from centidb.keylib import Key
 from centidb.query import Queryable, check_query, query_doc, readonly
 from centidb.access import (Records, corrupt_entry_error, first_entry,
                             split_entries)
-from centidb.records import as_key
+from centidb.records import RecordReader, as_key
 from centidb.writing import delete_prefix
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Index', 'IndexSet', 'Indexed']
+
+
+def _index_get(self: Index, tup: object, default: Any = None, *, rec: bool = False,
+               txn: Transaction | None = None) -> Any:
+    """Return the value of the first record whose index tuple equals `tup`.
+
+    "First" is in record key order among the entries for `tup`.
+
+    :param tup: the index tuple (a bare value means a 1-tuple).
+    :param default: returned when no record has that index tuple.
+    :param rec: return the record as a :class:`~centidb.records.Record`
+        (its key and value), as ``Collection.get(rec=True)`` does.
+    :param txn: a :class:`~centidb.txn.Transaction` of the store to
+        read in (default: see the module doc).
+    :returns: the record's value (or :class:`~centidb.records.Record`),
+        or `default`.
+    :raises TypeError: if `txn` is not a transaction of this store.
+    :raises ~centidb.errors.TransactionError: if `txn` has ended.
+    :raises ~centidb.errors.IndexInconsistentError: if the entry points
+        at a missing record.
+    :raises ~centidb.errors.UnknownEncoderError: for a record packed
+        with a packer not registered in this session.
+    """
+    if rec:
+        return self._txns.run(txn, False, self._get_many_in, [as_key(tup)], default,
+                              True)[0]
+    if txn is None:
+        return self._txns.run(None, False, self._get_in, tup, default)
+    coll, prefix, name = self._get_args
+    return coll._reader.index_get(txn, prefix, name, tup, default)
 
 
 class Index(Queryable):
@@ -53,6 +83,8 @@ class Index(Queryable):
         self._func = func
         self._prefix = keylib.packs(index_id)
         self._unique = unique
+        # What get() reads, in one attribute (each costs a lookup per call).
+        self._get_args = (coll, self._prefix, name)
 
     # Read-only: the collection's put() is prepared from these.
 
@@ -185,33 +217,7 @@ class Index(Queryable):
     def __contains__(self, tup: object) -> bool:
         return self.has(tup)
 
-    def get(self, tup: object, default: Any = None, *, rec: bool = False,
-            txn: Transaction | None = None) -> Any:
-        """Return the value of the first record whose index tuple equals `tup`.
-
-        "First" is in record key order among the entries for `tup`.
-
-        :param tup: the index tuple (a bare value means a 1-tuple).
-        :param default: returned when no record has that index tuple.
-        :param rec: return the record as a :class:`~centidb.records.Record`
-            (its key and value), as ``Collection.get(rec=True)`` does.
-        :param txn: a :class:`~centidb.txn.Transaction` of the store to
-            read in (default: see the module doc).
-        :returns: the record's value (or :class:`~centidb.records.Record`),
-            or `default`.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        :raises ~centidb.errors.IndexInconsistentError: if the entry points
-            at a missing record.
-        :raises ~centidb.errors.UnknownEncoderError: for a record packed
-            with a packer not registered in this session.
-        """
-        if rec:
-            return self._txns.run(txn, False, self._get_many_in, [as_key(tup)], default,
-                                  True)[0]
-        if txn is None:
-            return self._txns.run(None, False, self._get_in, tup, default)
-        return self._coll.records.reader.index_get(txn, self._prefix, self._name, tup, default)
+    get = impl.choose(_index_get)
 
     def _get_in(self, txn: Transaction, etxn: EngineTransaction, tup: object,
                 default: Any) -> Any:
@@ -445,6 +451,8 @@ class Indexed:
 
         @property
         def records(self) -> Records: ...
+
+        _reader: RecordReader
 
     def add_index(self, name: str, func: Callable[[Any], Any], *, unique: bool = False,
                   progress: Callable[[int], object] | None = None) -> Index:

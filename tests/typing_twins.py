@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, ParamSpec, TypeVar
 
-from centidb import _speedups, collection, keylib, query, records
+from centidb import _speedups, collection, index, keylib, query, records
 
 _T = TypeVar('_T')
 _P = ParamSpec('_P')
@@ -80,3 +80,7 @@ def count_groups_agrees() -> None:
 def collection_methods_agree() -> None:
     same([collection._collection_get, collection._collection_put],
          [_speedups._collection_get, _speedups._collection_put])
+
+
+def index_get_agrees() -> None:
+    same([index._index_get], [_speedups._index_get])
