@@ -664,6 +664,61 @@ cdef object read_element(Reader *r):
     raise corrupt(f'unknown tag 0x{tag:02x}', start)
 
 
+cdef int skip_element(Reader *r) except -1:
+    """Step over the element at r.pos, raising the CorruptKeyError read_element
+    would raise; a str or bytes element (outside Desc) is checked in place,
+    with no object made."""
+    cdef Py_ssize_t start = r.pos, end = r.pos + 1, i
+    cdef unsigned char tag = r.s[r.pos]
+    cdef unsigned int acc = 0, c
+    cdef int bits = 0, pending = 0
+    cdef unsigned char lo = 0x80, hi = 0xBF
+    cdef bint utf8 = tag == TAG_STR, bad = False
+    if r.mask or (tag != TAG_STR and tag != TAG_BYTES):
+        read_element(r)
+        return 0
+    while end < r.n and r.s[end] >= 0x80:
+        end += 1
+    if (end - start - 1) % 8 == 1:
+        raise corrupt('string has a dangling 7-bit group', end - 1)
+    for i in range(start + 1, end):
+        acc = ((acc << 7) | (r.s[i] & 0x7F)) & 0x7FFF
+        bits += 7
+        if bits < 8:
+            continue
+        bits -= 8
+        if not utf8 or bad:
+            continue
+        # UTF-8 as PyUnicode_DecodeUTF8(..., 'surrogatepass') accepts it.
+        c = (acc >> bits) & 0xFF
+        if pending:
+            if c < lo or c > hi:
+                bad = True
+            pending -= 1
+            lo, hi = 0x80, 0xBF
+        elif c >= 0x80:
+            if 0xC2 <= c <= 0xDF:
+                pending = 1
+            elif 0xE0 <= c <= 0xEF:
+                pending = 2
+                if c == 0xE0:
+                    lo = 0xA0
+            elif 0xF0 <= c <= 0xF4:
+                pending = 3
+                if c == 0xF0:
+                    lo = 0x90
+                elif c == 0xF4:
+                    hi = 0x8F
+            else:
+                bad = True
+    if acc & ((1u << bits) - 1):
+        raise corrupt('string padding bits are not zero', end - 1)
+    if bad or pending:
+        raise corrupt('string is not valid UTF-8', start + 1)
+    r.pos = end
+    return 0
+
+
 cdef bytes as_bytes(object data):
     if type(data) is bytes:
         return <bytes>data

@@ -11,60 +11,6 @@ from cpython.list cimport PyList_AsTuple
 TWINS += ('count_groups',)
 
 
-cdef int skip_element(Reader *r) except -1:
-    """Step over the element at r.pos, raising CorruptKeyError where
-    read_element would; a str or bytes element (outside Desc) is checked in
-    place, with no object made."""
-    cdef Py_ssize_t start = r.pos, end = r.pos + 1, i
-    cdef unsigned char tag = r.s[r.pos]
-    cdef unsigned int acc = 0, c
-    cdef int bits = 0, pending = 0
-    cdef unsigned char lo = 0x80, hi = 0xBF
-    if r.mask or (tag != TAG_STR and tag != TAG_BYTES):
-        read_element(r)
-        return 0
-    while end < r.n and r.s[end] >= 0x80:
-        end += 1
-    if (end - start - 1) % 8 == 1:
-        raise corrupt('string has a dangling 7-bit group', end - 1)
-    for i in range(start + 1, end):
-        acc = ((acc << 7) | (r.s[i] & 0x7F)) & 0x7FFF
-        bits += 7
-        if bits < 8:
-            continue
-        bits -= 8
-        if tag == TAG_BYTES:
-            continue
-        # UTF-8 as PyUnicode_DecodeUTF8(..., 'surrogatepass') accepts it.
-        c = (acc >> bits) & 0xFF
-        if pending:
-            if c < lo or c > hi:
-                raise corrupt('string is not valid UTF-8', start + 1)
-            pending -= 1
-            lo, hi = 0x80, 0xBF
-        elif c >= 0x80:
-            if 0xC2 <= c <= 0xDF:
-                pending = 1
-            elif 0xE0 <= c <= 0xEF:
-                pending = 2
-                if c == 0xE0:
-                    lo = 0xA0
-            elif 0xF0 <= c <= 0xF4:
-                pending = 3
-                if c == 0xF0:
-                    lo = 0x90
-                elif c == 0xF4:
-                    hi = 0x8F
-            else:
-                raise corrupt('string is not valid UTF-8', start + 1)
-    if acc & ((1u << bits) - 1):
-        raise corrupt('string padding bits are not zero', end - 1)
-    if pending:
-        raise corrupt('string is not valid UTF-8', start + 1)
-    r.pos = end
-    return 0
-
-
 cdef Py_ssize_t decode_group(bytes key, bytes prefix, Py_ssize_t size, Py_ssize_t parts,
                              list elements) except -2:
     """Decode `key` as unpacks_list does, keeping the first `size` elements

@@ -278,18 +278,22 @@ cdef enum:
     _INDEX_ITEMS = 4
 
 
-cdef tuple split_first(bytes buf, bytes prefix, Py_ssize_t *end):
-    """Mirrors centidb.keylib.split_first, setting *end to the position."""
+cdef tuple split_first(bytes buf, bytes prefix, Py_ssize_t *end, bint keep=True):
+    """Mirrors centidb.keylib.split_first, setting *end to the position; without
+    `keep`, the elements are only checked, and None is returned."""
     cdef Reader r
     cdef list elements = []
     start_reader(&r, buf, prefix)
     while r.pos < r.n:
         if r.s[r.pos] == KEY_SEP:
             end[0] = r.pos + 1
-            return tuple(elements)
-        elements.append(read_element(&r))
+            return tuple(elements) if keep else None
+        if keep:
+            elements.append(read_element(&r))
+        else:
+            skip_element(&r)
     end[0] = 0
-    return tuple(elements)
+    return tuple(elements) if keep else None
 
 
 cdef class RecordReader:
@@ -466,7 +470,7 @@ cdef class RecordReader:
         cdef list keys = []
         for entry, _ in chunk:
             try:
-                split_first(entry, index_prefix, &pos)
+                split_first(entry, index_prefix, &pos, False)
             except CorruptKeyError:
                 break
             if not pos:
@@ -477,7 +481,7 @@ cdef class RecordReader:
     cdef object entry_output(self, etxn, bytes entry, bytes index_prefix, index_name,
                              int what, dict fetched):
         cdef Py_ssize_t pos
-        tup = split_first(entry, index_prefix, &pos)
+        tup = split_first(entry, index_prefix, &pos, what == _INDEX_ITEMS)
         if not pos:
             raise self.corrupt_entry(entry)
         key_bytes = self.prefix + entry[pos:]
@@ -509,7 +513,7 @@ cdef class RecordReader:
             return key
         return key, self.decode_stored(key_bytes, stored)
 
-    def index_get(self, txn, bytes index_prefix, index_name, x, default):
+    cpdef index_get(self, txn, bytes index_prefix, index_name, x, default):
         """Mirrors centidb.records.RecordReader.index_get."""
         cdef bytes packed = pack_entry(as_key(x), index_prefix, b'')
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)

@@ -15,9 +15,10 @@ import pytest
 import centidb
 from centidb import keylib
 from centidb.errors import (
-    CentiError, IndexInconsistentError, IndexNotAddedError, TransactionError,
+    CentiError, CorruptKeyError, IndexInconsistentError, IndexNotAddedError, TransactionError,
     UniqueError, UnknownIndexError,
 )
+from centidb.keyformat import KEY_SEP, TAG_BYTES, TAG_STR
 from centidb.writing import ASIDE, FILL_CHUNK
 
 from stores import (
@@ -543,3 +544,45 @@ def test_a_failed_reindex_after_chunks_leaves_every_old_entry(many, unique):
         pair in after for pair in before)
     version[0] = 1
     assert len(after) == len(before) + 2 and store.verify() == []
+
+
+# Bad and good UTF-8 payloads for a str element's 7-bit groups (a bytes
+# element takes any payload).
+_PAYLOADS = [b'', b'a', b'\x00', b'\xc3\xa9', b'\xe0\xa0\x80', b'\xed\xa0\x80', b'\xf0\x90\x80\x80',
+             b'\xf4\x8f\xbf\xbf', b'\xff', b'\x80', b'\xc0\x80', b'\xc2', b'\xe0\x80\x80',
+             b'\xe2\x82', b'\xf4\x90\x80\x80', b'\xf5\x80\x80\x80', b'\xf0\x80\x80\x80',
+             b'a\xed\xbf\xbfb', b'\xc3\xa9\xc3']
+# Raw 7-bit groups: a dangling group, padding bits set, both with bad UTF-8.
+_GROUPS = [b'\x80', b'\x80\x81', b'\xff\xff', b'\xc1\x80\x80\x80\x80\x80\x80\x80\x80']
+
+
+def test_a_values_scan_refuses_a_corrupt_index_tuple_as_items_does():
+    """Index.values() checks an entry's index tuple without decoding it;
+    it raises exactly what items() (which decodes it) raises."""
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda r: r['k'])
+    index = coll.add_index('v', lambda r: r['v'])
+    coll.put({'k': 1, 'v': 'x'})
+    elements = [bytes([tag]) + groups for tag in (TAG_STR, TAG_BYTES) for groups in _GROUPS]
+    for payload in _PAYLOADS:
+        for tag in (TAG_STR, TAG_BYTES):
+            out = bytearray([tag])
+            keylib._pack7(payload, out)
+            elements.append(bytes(out))
+    outcomes = set()
+    for element in elements:
+        entry = index.prefix + element + bytes([KEY_SEP]) + keylib.packs(1)
+        with store.begin(write=True) as txn:
+            txn.engine_txn.put(entry, b'')
+        got = []
+        for scan in (index.values, index.items):
+            try:
+                list(scan())
+                got.append(None)
+            except CorruptKeyError as exc:
+                got.append(str(exc))
+        with store.begin(write=True) as txn:
+            txn.engine_txn.delete(entry)
+        assert got[0] == got[1], element
+        outcomes.add(got[0])
+    assert None in outcomes and len(outcomes) >= 4   # accepted, and three kinds of error
