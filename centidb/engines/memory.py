@@ -9,7 +9,7 @@ import operator
 import threading
 from typing import Any, Callable, Generator, Iterator, Mapping, Optional
 
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict, SortedList
 
 from centidb.engines.base import (
     _OPEN,
@@ -57,8 +57,10 @@ def _merge_key_chunks(a: list[bytes], b: list[bytes], reverse: bool) -> list[byt
 class MemoryEngine(Engine):
     """An in-memory engine, the reference the other engines are tested against.
 
-    Data lives in a :class:`~sortedcontainers.SortedDict`: ``get`` is
-    O(log n), and neither a write nor an iteration copies the data.
+    Data lives in a ``dict``, its keys in a :class:`~sortedcontainers.SortedList`:
+    ``get`` is one dict lookup, neither a write nor an iteration copies the
+    data, and the cyclic garbage collector does not walk the values (a
+    ``dict`` holding only ``bytes`` is not tracked).
 
     * A write transaction buffers its writes in an overlay; ``commit()``
       applies them in one update (a large one sorts the keys in one go
@@ -69,15 +71,20 @@ class MemoryEngine(Engine):
       replaced by the earliest commit after ``v`` that touched the key, or
       else the current value. The record is dropped when the last reader
       ends, so a long-lived reader keeps every replaced value meanwhile.
-    * Iterators never hold a live ``SortedDict`` iterator across a
+    * Iterators never hold a live iterator of the keys across a
       ``yield``: each step looks up the next keys after the last one yielded,
-      so concurrent commits and the transaction's own writes are safe.
+      so concurrent commits and the transaction's own writes are safe. (The
+      lists of ``item_chunks`` are cut from one live iterator, but only while
+      no commit has come since the snapshot, checked under the lock.)
     * Thread-safe; nothing is persisted, and ``close()`` drops the data.
     """
 
     def __init__(self) -> None:
         super().__init__()
-        self._data: SortedDict[bytes, bytes] = SortedDict()
+        # The committed data: a plain dict of bytes to bytes, which the cyclic
+        # garbage collector does not walk, and its keys in order.
+        self._values: dict[bytes, bytes] = {}
+        self._keys: SortedList[bytes] = SortedList()
         self._version = 0  # number of commits so far
         self._readers: collections.Counter[int] = collections.Counter()  # version -> open readers
         # key -> [(commit version, replaced value or TOMBSTONE), ...]
@@ -90,7 +97,8 @@ class MemoryEngine(Engine):
         return _MemoryReadTransaction(self)
 
     def _close(self) -> None:
-        self._data = SortedDict()
+        self._values = {}
+        self._keys = SortedList()
         self._history = SortedDict()
 
     def get(self, key: bytes) -> bytes | None:
@@ -105,7 +113,7 @@ class MemoryEngine(Engine):
             raise self._closed_error()
         if type(key) is not bytes or not key:
             _bad_key(key)
-        return self._data.get(key)
+        return self._values.get(key)
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store `value` under `key` (auto-commit).
@@ -155,7 +163,7 @@ class MemoryEngine(Engine):
         replaced value before changing the key, and this reads in reverse
         order.
         """
-        value = self._data.get(key, TOMBSTONE)
+        value = self._values.get(key, TOMBSTONE)
         if version != self._version:
             changes = self._history.get(key)
             if changes:
@@ -171,7 +179,7 @@ class MemoryEngine(Engine):
         while True:
             with self._lock:
                 keys = list(itertools.islice(
-                    _irange_after(self._data, after, lo, hi, reverse), _CHUNK))
+                    _irange_after(self._keys, after, lo, hi, reverse), _CHUNK))
                 if version != self._version and self._history:
                     keys = _merge_key_chunks(keys, list(itertools.islice(
                         _irange_after(self._history, after, lo, hi, reverse),
@@ -191,21 +199,22 @@ class MemoryEngine(Engine):
         """The lists of ``item_chunks`` (``key_chunks`` without `values`) as of ``version``.
 
         While no commit has come since ``version``, the data is the snapshot:
-        each list is sliced from the sorted dict in C, under the lock. After
+        each list is sliced from the sorted keys in C, under the lock. After
         a commit, the rest is cut from :meth:`_snapshot_items`.
         """
         last = None
         with self._lock:
             keys: Iterator[bytes] | None = None
             if version == self._version:
-                keys = self._data.irange(lo, hi, (True, False), reverse)
+                keys = self._keys.irange(lo, hi, (True, False), reverse)
         if keys is not None:
             for size in _chunk_sizes():
                 with self._lock:
                     if version != self._version:
                         break
                     names = list(itertools.islice(keys, size))
-                    chunk = list(zip(names, map(self._data.__getitem__, names))) if values else names
+                    chunk = (list(zip(names, map(self._values.__getitem__, names))) if values
+                             else names)
                 if chunk:
                     yield chunk
                 if len(chunk) < size:
@@ -229,14 +238,13 @@ class MemoryEngine(Engine):
             if version == self._version:
                 # No commit since: the data is the snapshot, and the lock
                 # keeps it so during the seek.
-                data = self._data
                 if reverse:
-                    key = next(data.irange(lo, hi, (True, False), True), None)
+                    key = next(self._keys.irange(lo, hi, (True, False), True), None)
                 else:
-                    key = _seek(data, lo)
+                    key = _seek(self._keys, lo)
                     if hi is not None and key is not None and key >= hi:
                         key = None
-                return None if key is None else (key, data[key])
+                return None if key is None else (key, self._values[key])
         return next(self._snapshot_items(version, lo, hi, reverse), None)
 
     def _register_reader(self) -> int:
@@ -260,13 +268,13 @@ class MemoryEngine(Engine):
         :param deletes: False if no value in `overlay` is TOMBSTONE.
         """
         with self._lock:
-            data = self._data
+            values, keys = self._values, self._keys
             version = self._version + 1
             self._version = version
             if self._readers:
                 history = self._history
                 for key, value in overlay.items():
-                    old = data.get(key, TOMBSTONE)
+                    old = values.get(key, TOMBSTONE)
                     if old is TOMBSTONE and value is TOMBSTONE:
                         continue
                     changes = history.get(key)
@@ -276,33 +284,34 @@ class MemoryEngine(Engine):
                         changes.append((version, old))
             if deletes:
                 for key, value in overlay.items():
-                    if value is TOMBSTONE:
-                        data.pop(key, None)
+                    if value is TOMBSTONE and values.pop(key, None) is not None:
+                        keys.remove(key)
                 overlay = {key: value for key, value in overlay.items()
                            if value is not TOMBSTONE}
-            # One update: SortedDict sorts a large one's keys at once, in C,
+            new = [key for key in overlay if key not in values]
+            values.update(overlay)  # type: ignore[arg-type]  # no TOMBSTONE left
+            # One update: SortedList sorts a large one's keys at once, in C,
             # rather than insert each key in turn.
-            data.update(overlay)  # type: ignore[arg-type]  # no TOMBSTONE left
+            keys.update(new)
 
 
-def _seek(data: SortedDict[bytes, Any], lo: bytes | None) -> bytes | None:
-    """The first key of `data` not below `lo`, or None: ``irange(lo)`` without its frames.
+def _seek(keys: SortedList[bytes], lo: bytes | None) -> bytes | None:
+    """The first of `keys` not below `lo`, or None: ``irange(lo)`` without its frames.
 
     It reads the layout of sortedcontainers' ``SortedList`` (``_lists``, its
     sorted sublists, and ``_maxes``, their last keys): two bisections.
     """
-    keys = data._list  # type: ignore[attr-defined]
-    maxes = keys._maxes
+    maxes = keys._maxes  # type: ignore[attr-defined]
     pos = 0 if lo is None else bisect.bisect_left(maxes, lo)
     if pos == len(maxes):
         return None
-    sublist = keys._lists[pos]
+    sublist = keys._lists[pos]  # type: ignore[attr-defined]
     return sublist[0 if lo is None else bisect.bisect_left(sublist, lo)]  # type: ignore[no-any-return]
 
 
 def _snapshot_getter(engine: MemoryEngine, version: int) -> _Getter:
     """An unchecked ``get`` of `engine`'s data as of `version` (see ``_lookup``)."""
-    data_get = engine._data.get
+    data_get = engine._values.get
     lookup = engine._lookup
 
     def get(key: bytes) -> bytes | None:
@@ -374,7 +383,7 @@ class _MemoryWriteTransaction(_WriteLog, EngineTransaction):
     def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(engine, True)
         self._version = engine._version  # stable: writers are serialized
-        self._read_committed = engine._data.get
+        self._read_committed = engine._values.get
         self._start_log()
         self._fast_get = _overlay_getter(
             self._pending, self._read_committed)  # type: ignore[arg-type]  # a dict now

@@ -20,7 +20,7 @@ import sys
 from array import array
 from typing import Any, Callable, Iterable, Iterator, Union
 
-from sortedcontainers import SortedDict
+from sortedcontainers import SortedDict, SortedList
 
 from centidb.engines.base import _OPEN, EngineTransaction, Item, ItemIterator, _bad_key, _not_bytes
 
@@ -46,8 +46,8 @@ TOMBSTONE = _Tombstone.DELETED
 _Pending = Union[bytes, _Tombstone]
 
 
-def _irange_after(sdict: SortedDict[bytes, Any], after: bytes | None, lo: bytes | None,
-                 hi: bytes | None, reverse: bool) -> Iterator[bytes]:
+def _irange_after(sdict: SortedDict[bytes, Any] | SortedList[bytes], after: bytes | None,
+                  lo: bytes | None, hi: bytes | None, reverse: bool) -> Iterator[bytes]:
     """Lazily iterate the keys of ``sdict`` in ``[lo, hi)`` past ``after``.
 
     "Past" means greater than ``after`` going forward and smaller going in
