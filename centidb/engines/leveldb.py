@@ -322,32 +322,27 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
     def _item_chunks(self, lo: bytes | None, hi: bytes | None,
                      reverse: bool) -> Generator[list[Item], None, None]:
         if self._pending is not None:
-            yield from super()._item_chunks(lo, hi, reverse)
-            return
-        # No pending writes: plyvel's own iterator fills each list, with no
-        # Python step per pair.
-        if reverse:
-            pairs = self._snapshot.iterator(stop=hi, reverse=True)
-        else:
-            pairs = self._snapshot.iterator(start=lo, stop=hi)
-        try:
-            yield from chunked(pairs, lo, None, reverse)
-        finally:
-            pairs.close()
+            return super()._item_chunks(lo, hi, reverse)
+        return self._snapshot_chunks(lo, hi, reverse, True)
 
     def _key_chunks(self, lo: bytes | None, hi: bytes | None,
-                    reverse: bool) -> Generator[list[bytes], None, None]:
+                    reverse: bool) -> Iterator[list[bytes]]:
         if self._pending is not None:
-            yield from super()._key_chunks(lo, hi, reverse)
-            return
+            return super()._key_chunks(lo, hi, reverse)
+        return self._snapshot_chunks(lo, hi, reverse, False)
+
+    def _snapshot_chunks(self, lo: bytes | None, hi: bytes | None, reverse: bool,
+                         values: bool) -> Generator[list[Any], None, None]:
+        """With no pending writes: the lists of item_chunks (key_chunks without
+        `values`), filled by plyvel's own iterator with no Python step per pair."""
         if reverse:
-            keys = self._snapshot.iterator(stop=hi, reverse=True, include_value=False)
+            pairs = self._snapshot.iterator(stop=hi, reverse=True, include_value=values)
         else:
-            keys = self._snapshot.iterator(start=lo, stop=hi, include_value=False)
+            pairs = self._snapshot.iterator(start=lo, stop=hi, include_value=values)
         try:
-            yield from chunked(keys, lo, None, reverse, keys=True)
+            yield from chunked(pairs, lo, None, reverse, keys=not values)
         finally:
-            keys.close()
+            pairs.close()
 
     def _commit(self) -> None:
         try:

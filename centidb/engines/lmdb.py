@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Generator, NoReturn
+from typing import Any, Generator, Iterator, NoReturn
 
 from centidb.engines.base import (
     _OPEN,
@@ -618,30 +618,27 @@ class _LmdbTransaction(EngineTransaction):
 
     def _item_chunks(self, lo: bytes | None, hi: bytes | None,
                      reverse: bool) -> Generator[list[Item], None, None]:
-        # The cursor's own iterator fills each list without a Python step per pair.
-        cursor = self._txn.cursor()
-        if reverse:
-            if not _seek_before(cursor, hi):
-                return
-            pairs = cursor.iterprev()
-        else:
-            if not (cursor.first() if lo is None else cursor.set_range(lo)):
-                return
-            pairs = cursor.iternext()
-        yield from chunked(pairs, lo, hi, reverse)
+        return self._cursor_chunks(lo, hi, reverse, True)
 
     def _key_chunks(self, lo: bytes | None, hi: bytes | None,
                     reverse: bool) -> Generator[list[bytes], None, None]:
+        return self._cursor_chunks(lo, hi, reverse, False)
+
+    def _cursor_chunks(self, lo: bytes | None, hi: bytes | None, reverse: bool,
+                       values: bool) -> Generator[list[Any], None, None]:
+        """The lists of item_chunks (key_chunks without `values`), filled by the
+        cursor's own iterator without a Python step per pair."""
         cursor = self._txn.cursor()
+        pairs: Iterator[Any]
         if reverse:
             if not _seek_before(cursor, hi):
                 return
-            keys = cursor.iterprev(values=False)
+            pairs = cursor.iterprev() if values else cursor.iterprev(values=False)
         else:
             if not (cursor.first() if lo is None else cursor.set_range(lo)):
                 return
-            keys = cursor.iternext(values=False)
-        yield from chunked(keys, lo, hi, reverse, keys=True)
+            pairs = cursor.iternext() if values else cursor.iternext(values=False)
+        yield from chunked(pairs, lo, hi, reverse, keys=not values)
 
     def _commit(self) -> None:
         try:
