@@ -344,9 +344,12 @@ cdef class RecordReader:
             if type(stored) is bytes:
                 if (PyBytes_GET_SIZE(stored)
                         and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id):
+                    # The tail, copied without a slice object.
+                    tail = PyBytes_FromStringAndSize(PyBytes_AS_STRING(stored) + 1,
+                                                     PyBytes_GET_SIZE(stored) - 1)
                     if type(self.decode_plain) is MsgpackDecode:
-                        return (<MsgpackDecode>self.decode_plain).run(stored[1:])
-                    return self.decode_plain(stored[1:])
+                        return (<MsgpackDecode>self.decode_plain).run(tail)
+                    return self.decode_plain(tail)
             elif stored[0] == self.plain_id:
                 return self.decode_plain(stored[1:])
             return self.decode(stored)

@@ -298,19 +298,22 @@ class TxnManager:
     def iterate(self, txn: Transaction | None, lo: bytes | None, hi: bytes | None,
                 reverse: bool, max: int | None,
                 source: Callable[[EngineTransaction, bytes | None, bytes | None, bool],
-                                 Iterator[_T]]) -> Generator[_T, None, None]:
+                                 Iterator[_T]]) -> Iterator[_T]:
         """Iterate ``source(engine_txn, lo, hi, reverse)`` within a transaction.
 
         The transaction is chosen now, as for :meth:`run`; a read
-        transaction begun for this iterator ends with it.
+        transaction begun for this iterator ends with it. With neither
+        `max` nor a read transaction of its own, the result is the source's
+        generator itself.
 
         :param txn: a :class:`Transaction` of this manager, or None.
         :param lo: passed to `source`.
         :param hi: passed to `source`.
         :param reverse: passed to `source`.
         :param max: stop after this many items (None: no limit).
-        :param source: ``source(engine txn, lo, hi, reverse)`` returns an
-            iterator.
+        :param source: ``source(engine txn, lo, hi, reverse)`` returns a
+            generator (one with ``close()``), which does nothing until
+            first advanced.
         """
         if txn is not None:
             etxn, own = self.engine_txn(txn, False), None
@@ -321,6 +324,9 @@ class TxnManager:
                 etxn, own = current.engine_txn, None  # type: ignore[assignment]
             else:
                 etxn = own = self.engine.begin()
+        if own is None and max is None:
+            # Nothing to add to the source's generator: no layer around it.
+            return source(etxn, lo, hi, reverse)
         return _iterate(etxn, own, lo, hi, reverse, max, source)
 
     def close(self) -> None:
