@@ -3,10 +3,18 @@
 
 cdef object checked_engine_txn(txns, txn_class, txn, bint write):
     """Mirrors centidb.fastpath.checked_engine_txn."""
-    if type(txn) is txn_class and txn.manager is txns and (not write or txn.write):
-        etxn = txn.engine_txn
-        if etxn is not None:
-            return etxn
+    cdef TxnState state
+    if type(txn) is txn_class:
+        if isinstance(txn, TxnState):
+            state = <TxnState>txn
+            if state.manager is txns and (not write or state.write):
+                etxn = state.engine_txn
+                if etxn is not None:
+                    return etxn
+        elif txn.manager is txns and (not write or txn.write):
+            etxn = txn.engine_txn
+            if etxn is not None:
+                return etxn
     return txns.engine_txn(txn, write)
 
 

@@ -6,6 +6,7 @@ documentation. ``tests/test_typing.py`` checks this stub against the built
 module (mypy's stubtest) and against the pure signatures.
 """
 
+from array import array
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from typing_extensions import disjoint_base
@@ -206,3 +207,18 @@ def _collection_put(self: Any, rec: Any, key: object = None, blind: bool = False
 
 def _index_get(self: Any, tup: object, default: Any = None, *, rec: bool = False,
                txn: Transaction | None = None) -> Any: ...
+
+# --- _txn.pxi: centidb/txn.py --------------------------------------------------
+
+@disjoint_base
+class TxnState:
+    manager: TxnManager
+    write: bool
+    engine_txn: EngineTransaction | None
+    def __init__(self, manager: TxnManager, write: bool,
+                 engine_txn: EngineTransaction | None) -> None: ...
+
+# --- _writelog.pxi: centidb/engines/writelog.py --------------------------------
+
+def freeze_table(table: dict[bytes, bytes], cells: bytearray,
+                 number: int) -> tuple[list[bytes], bytes, array[int]]: ...

@@ -4,8 +4,14 @@
 * ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, mirroring
   ``centidb/keylib.py``;
 * ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
+* ``_txn.pxi``: ``TxnState``, the base class of ``Transaction``, mirroring
+  ``centidb/txn.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
-  ``RecordReader``, mirroring ``centidb/records.py``.
+  ``RecordReader``, mirroring ``centidb/records.py``;
+* ``_collection.pxi``, ``_index.pxi``, ``_query.pxi``: the entry points of
+  ``Collection.get``/``put`` and ``Index.get``, and ``count_groups``;
+* ``_writelog.pxi``: ``freeze_table``, mirroring
+  ``centidb/engines/writelog.py``.
 
 The pure-Python modules hold the documentation and are the reference (public
 functions are compiled with ``binding=True`` so the chooser can copy their
@@ -50,8 +56,10 @@ TWINS = ('packs', 'unpacks', 'unpacks_list', 'index_entries', 'Record',
 
 include "_keylib.pxi"
 include "_encodings.pxi"
+include "_txn.pxi"
 include "_fastpath.pxi"
 include "_records.pxi"
 include "_collection.pxi"
 include "_index.pxi"
 include "_query.pxi"
+include "_writelog.pxi"

@@ -8,17 +8,29 @@ unchecked calls (``_fast_put``...), and the commit taking the writes away
 PlyvelEngine's log freezes a large transaction's writes into compact
 key-sorted segments: reads find them (newest first, deletes included, also
 through the unchecked calls), an ordered read turns them back into
-objects, an abort drops them, and a frozen write costs about its bytes. A
-write transaction reads a committed key once when read again in a row.
+objects, an abort drops them, and a frozen write costs about its bytes.
+``freeze_table`` (twinned) builds a segment's block and marks its keys in
+the filter: both implementations against a plain model. A write
+transaction reads a committed key once when read again in a row.
 """
 
+import itertools
 import sys
 import tracemalloc
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from sortedcontainers import SortedDict
 
+from centidb import impl
 from centidb.engines import TOMBSTONE, MemoryEngine, PlyvelEngine, merge_overlay, writelog
+
+PURE = writelog.PYTHON.freeze_table
+TWIN = getattr(impl.compiled_module(), 'freeze_table', None)
+FREEZERS = [pytest.param(PURE, id='pure'),
+            pytest.param(TWIN, id='twin', marks=pytest.mark.skipif(
+                TWIN is None, reason='centidb._speedups is not built'))]
 
 
 def test_merge_overlay_directly():
@@ -256,7 +268,8 @@ def test_a_segment_finds_its_keys_only_at_key_boundaries():
     """A key found inside another key or a value is not that key; empty values count."""
     keys = sorted([b'ab', b'abab', b'b', b'ba', b'bab', b'x' * 40] + [b'k%02d' % i for i in range(40)])
     values = [b'' if i % 2 else b'ab' + key for i, key in enumerate(keys)]
-    segment = writelog._Segment(keys, values)
+    segment = writelog._Segment(*writelog.freeze_table(dict(zip(keys, values)),
+                                                       bytearray(512), 1))
     for key, value in zip(keys, values):
         assert segment.get(key) == value
     for absent in (b'a', b'bb', b'k', b'k1', b'x', b'k400', b'\xff', b'b\x00'):
@@ -283,3 +296,29 @@ def test_a_frozen_write_costs_about_its_bytes(tmp_path, monkeypatch):
             assert extra / (n - len(txn._pending)) < 40
         assert eng.get(b'key00000000') == b'v' * 90
         assert sum(1 for _ in eng.keys()) == n
+
+
+@pytest.mark.parametrize('freeze', FREEZERS)
+@given(table=st.dictionaries(st.binary(min_size=1, max_size=6), st.binary(max_size=5),
+                             min_size=1, max_size=80),
+       bits=st.integers(0, 10), number=st.sampled_from([1, 2, 17, 254, 255, 256, 4000]))
+def test_freeze_table_builds_the_block_and_marks_the_keys(freeze, table, bits, number):
+    """Keys in byte order with their values back to back, every 16th key, and
+    each key's two filter cells set to the segment's number (255 at most)."""
+    cells, before = bytearray(1 << bits), dict(table)
+    index, joined, offsets = freeze(table, cells, number)
+    keys = sorted(table)
+    flat = list(itertools.chain.from_iterable((key, table[key]) for key in keys))
+    assert table == before
+    assert joined == b''.join(flat) and type(joined) is bytes
+    assert offsets.typecode == 'I'
+    assert list(offsets) == list(itertools.accumulate(map(len, flat), initial=0))
+    assert index == keys[::16]
+    expected, mask = bytearray(1 << bits), (1 << bits) - 1
+    for key in keys:
+        expected[hash(key) & mask] = expected[(hash(key) >> 32) & mask] = min(number, 255)
+    assert cells == expected
+
+
+def test_the_freeze_twin_is_active_when_the_compiled_module_is():
+    assert writelog.freeze_table is (PURE if impl.COMPILED is None else TWIN)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Callable, ParamSpec, TypeVar
 
-from centidb import _speedups, collection, index, keylib, query, records
+from centidb import _speedups, collection, index, keylib, query, records, txn
+from centidb.engines import writelog
 
 _T = TypeVar('_T')
 _P = ParamSpec('_P')
@@ -84,3 +85,13 @@ def collection_methods_agree() -> None:
 
 def index_get_agrees() -> None:
     same([index._index_get], [_speedups._index_get])
+
+
+def txn_state_agrees(pure: txn.TxnState, twin: _speedups.TxnState) -> None:
+    same([params(txn.TxnState)], [params(_speedups.TxnState)])
+    same([(pure.manager, pure.write, pure.engine_txn)],
+         [(twin.manager, twin.write, twin.engine_txn)])
+
+
+def freeze_table_agrees() -> None:
+    same([writelog.freeze_table], [_speedups.freeze_table])

@@ -17,11 +17,13 @@ import itertools
 import mmap
 import operator
 import sys
+import types
 from array import array
 from typing import Any, Callable, Iterable, Iterator, Union
 
 from sortedcontainers import SortedDict, SortedList
 
+from centidb import impl
 from centidb.engines.base import _OPEN, EngineTransaction, Item, ItemIterator, _bad_key, _not_bytes
 
 __all__ = ['TOMBSTONE', 'merge_overlay']
@@ -265,6 +267,45 @@ _CELLS_PER_KEY = 8
 _LATE = 255
 
 
+def _mark_cells(cells: bytearray, hashes: list[int], number: int) -> None:
+    """Set the two cells each hash picks to `number` (at most ``_LATE``)."""
+    mask = len(cells) - 1
+    values = itertools.repeat(min(number, _LATE))
+    collections.deque(map(cells.__setitem__, map(
+        operator.and_, hashes, itertools.repeat(mask)), values), maxlen=0)
+    collections.deque(map(cells.__setitem__, map(
+        operator.and_, map(operator.rshift, hashes, itertools.repeat(32)),
+        itertools.repeat(mask)), values), maxlen=0)
+
+
+def freeze_table(table: dict[bytes, bytes], cells: bytearray,
+                 number: int) -> tuple[list[bytes], bytes, array[int]]:
+    """The parts of a :class:`_Segment` holding the writes of `table`, its keys marked in `cells`.
+
+    Returns ``(index, joined, offsets)``: every ``_SPARSE``-th key in key
+    order (from the first), the keys and values in key order back to back
+    (key 0, value 0, key 1, ...), and the ``2n + 1`` boundaries of those
+    pieces (an ``array`` of type ``'I'``, or ``'Q'`` past 4 GiB). Each key's
+    two cells of `cells` (see :class:`_FrozenWrites`) are set to `number`
+    (``_LATE`` past it). `table` is left as it was.
+
+    :param table: the writes, not empty: non-empty ``bytes`` keys, ``bytes``
+        values (the write log checked them).
+    :param cells: the filter; its length is a power of two.
+    :param number: the segment's number, from 1.
+    """
+    keys = sorted(table)
+    values = list(map(table.__getitem__, keys))
+    flat = list(itertools.chain.from_iterable(zip(keys, values)))
+    del values
+    joined = b''.join(flat)
+    offsets = array('I' if len(joined) < 1 << 32 else 'Q',
+                    itertools.accumulate(map(len, flat), initial=0))
+    del flat
+    _mark_cells(cells, list(map(hash, keys)), number)
+    return keys[::_SPARSE], joined, offsets
+
+
 class _Segment:
     """Frozen pending writes: distinct keys in order, and their values, in one block.
 
@@ -276,21 +317,18 @@ class _Segment:
     memory back to the system at once (a freed heap block can stay with the
     process, and a write batch growing next to it would not reuse it).
 
-    :param keys: the keys, ascending, distinct, non-empty.
-    :param values: their values (``bytes``), in the same order.
+    :param index: every ``_SPARSE``-th key, from the first.
+    :param joined: the keys and values, back to back (copied into the block).
+    :param offsets: their boundaries, as :func:`freeze_table` returns them.
     """
 
     __slots__ = ('data', 'offsets', 'index')
 
-    def __init__(self, keys: list[bytes], values: list[bytes]) -> None:
-        flat = list(itertools.chain.from_iterable(zip(keys, values)))
-        joined = b''.join(flat)
-        self.offsets = array('I' if len(joined) < 1 << 32 else 'Q',
-                             itertools.accumulate(map(len, flat), initial=0))
-        del flat
+    def __init__(self, index: list[bytes], joined: bytes, offsets: array[int]) -> None:
+        self.offsets = offsets
         self.data = mmap.mmap(-1, len(joined))
         self.data.write(joined)
-        self.index = keys[::_SPARSE]
+        self.index = index
 
     def __len__(self) -> int:
         return len(self.offsets) // 2
@@ -357,37 +395,27 @@ class _FrozenWrites:
             gone = [key for key, value in table.items() if value is TOMBSTONE]
             for key in gone:
                 del table[key]
-        keys = sorted(table)
         if self.deleted:
-            self.deleted.difference_update(keys)
+            self.deleted.difference_update(table)
         self.deleted.update(gone)
-        if not keys:
+        if not table:
             return
-        # No TOMBSTONE is left among them.
-        values: list[bytes] = list(map(table.__getitem__, keys))  # type: ignore[arg-type]
+        count = self.count + len(table)
+        if count * _CELLS_PER_KEY > len(self.cells):
+            # At least twice the cells (8 to 16 a key): the older segments'
+            # keys marked again.
+            self.cells = bytearray(1 << (count * _CELLS_PER_KEY - 1).bit_length())
+            for number, segment in enumerate(self.segments, 1):
+                self._mark(list(map(hash, segment.keys())), number)
+        # No TOMBSTONE is left among the values.
+        parts = freeze_table(table, self.cells, len(self.segments) + 1)  # type: ignore[arg-type]
         table.clear()
-        self.segments.append(_Segment(keys, values))
-        del values
-        self.count += len(keys)
-        if self.count * _CELLS_PER_KEY <= len(self.cells):
-            self._mark(list(map(hash, keys)), len(self.segments))
-            return
-        # At least twice the cells (8 to 16 a key): marked again from every
-        # segment's keys.
-        self.cells = bytearray(1 << (self.count * _CELLS_PER_KEY - 1).bit_length())
-        del keys
-        for number, segment in enumerate(self.segments, 1):
-            self._mark(list(map(hash, segment.keys())), number)
+        self.segments.append(_Segment(*parts))
+        self.count = count
 
     def _mark(self, hashes: list[int], number: int) -> None:
         """Set the cells of the keys of `hashes` to the segment `number` (from 1)."""
-        cells, mask = self.cells, len(self.cells) - 1
-        values = itertools.repeat(min(number, _LATE))
-        collections.deque(map(cells.__setitem__, map(
-            operator.and_, hashes, itertools.repeat(mask)), values), maxlen=0)
-        collections.deque(map(cells.__setitem__, map(
-            operator.and_, map(operator.rshift, hashes, itertools.repeat(32)),
-            itertools.repeat(mask)), values), maxlen=0)
+        _mark_cells(self.cells, hashes, number)
 
     def get(self, key: bytes) -> _Pending | None:
         """The latest frozen write of `key`, or None if it has none."""
@@ -594,3 +622,9 @@ def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], 
     def set_value(key: bytes) -> None:
         table[key] = value
     return set_value
+
+
+#: The pure-Python reference of the twinned names, whichever is active.
+PYTHON = types.SimpleNamespace(freeze_table=freeze_table)
+
+freeze_table = impl.choose(freeze_table)

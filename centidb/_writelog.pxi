@@ -1,0 +1,102 @@
+# Compiled twin of centidb/engines/writelog.py: freeze_table, which turns a
+# large write transaction's dict of pending writes into one sorted block.
+# The pure version walks the objects six times (sort, values, join,
+# lengths, hashes, marks) and a dict of 2**17 writes is far larger than the
+# caches; this one reads each key and value once into an array of
+# pointers, sorts that, and copies, measures and marks in one pass.
+
+from cpython cimport array as _carray
+from cpython.bytearray cimport PyByteArray_AS_STRING
+from cpython.dict cimport PyDict_Next
+from cpython.object cimport PyObject
+from libc.stdlib cimport qsort
+
+TWINS += ('freeze_table',)
+
+cdef enum:
+    _SPARSE = 16    # writelog._SPARSE
+    _LATE = 255     # writelog._LATE
+
+cdef struct _Write:
+    PyObject *key
+    PyObject *value
+    const char *bytes       # the key's
+    Py_ssize_t size         # the key's
+
+cdef _carray.array _OFFSETS_32 = _carray.array('I')
+cdef _carray.array _OFFSETS_64 = _carray.array('Q')
+
+
+cdef int _compare_writes(const void *a, const void *b) noexcept nogil:
+    cdef const _Write *x = <const _Write *>a
+    cdef const _Write *y = <const _Write *>b
+    cdef Py_ssize_t nx = x.size, ny = y.size
+    cdef int order = memcmp(x.bytes, y.bytes, nx if nx < ny else ny)
+    if order:
+        return order
+    return (nx > ny) - (nx < ny)
+
+
+@cython.binding(True)
+def freeze_table(dict table not None, bytearray cells not None, Py_ssize_t number):
+    """Mirrors centidb.engines.writelog.freeze_table."""
+    cdef Py_ssize_t n = len(table), i = 0, pos = 0, total = 0, at = 0, size
+    cdef Py_ssize_t mask = len(cells) - 1
+    cdef unsigned char mark = <unsigned char>(number if number < _LATE else _LATE)
+    cdef unsigned char *cell = <unsigned char *>PyByteArray_AS_STRING(cells)
+    cdef PyObject *key
+    cdef PyObject *value
+    cdef Py_hash_t hashed
+    cdef _carray.array offsets
+    cdef list index = []
+    cdef char *out
+    cdef bint wide = False
+    cdef _Write *writes = <_Write *>malloc((n if n > 0 else 1) * sizeof(_Write))
+    if writes == NULL:
+        raise MemoryError()
+    try:
+        while PyDict_Next(table, &pos, &key, &value):
+            if type(<object>key) is not bytes or type(<object>value) is not bytes:
+                raise TypeError('a frozen write must be bytes, not '
+                                f'{type(<object>key).__name__!r}: '
+                                f'{type(<object>value).__name__!r}')
+            writes[i].key = key
+            writes[i].value = value
+            writes[i].bytes = PyBytes_AS_STRING(<object>key)
+            writes[i].size = PyBytes_GET_SIZE(<object>key)
+            total += writes[i].size + PyBytes_GET_SIZE(<object>value)
+            i += 1
+        qsort(writes, n, sizeof(_Write), _compare_writes)
+        joined = PyBytes_FromStringAndSize(NULL, total)
+        out = PyBytes_AS_STRING(joined)
+        wide = total >= (<Py_ssize_t>1) << 32
+        if wide:
+            offsets = _carray.clone(_OFFSETS_64, 2 * n + 1, False)
+            offsets.data.as_ulonglongs[0] = 0
+        else:
+            offsets = _carray.clone(_OFFSETS_32, 2 * n + 1, False)
+            offsets.data.as_uints[0] = 0
+        for i in range(n):
+            key, value = writes[i].key, writes[i].value
+            if i % _SPARSE == 0:
+                index.append(<object>key)
+            size = writes[i].size
+            memcpy(out + at, writes[i].bytes, size)
+            at += size
+            if wide:
+                offsets.data.as_ulonglongs[2 * i + 1] = <unsigned long long>at
+            else:
+                offsets.data.as_uints[2 * i + 1] = <unsigned int>at
+            size = PyBytes_GET_SIZE(<object>value)
+            memcpy(out + at, PyBytes_AS_STRING(<object>value), size)
+            at += size
+            if wide:
+                offsets.data.as_ulonglongs[2 * i + 2] = <unsigned long long>at
+            else:
+                offsets.data.as_uints[2 * i + 2] = <unsigned int>at
+            hashed = hash(<object>key)
+            cell[hashed & mask] = mark
+            cell[(hashed >> 32) & mask] = mark
+    finally:
+        free(writes)
+    return index, joined, offsets
