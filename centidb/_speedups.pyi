@@ -7,6 +7,7 @@ module (mypy's stubtest) and against the pure signatures.
 """
 
 from array import array
+from mmap import mmap
 from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from typing_extensions import disjoint_base
@@ -222,3 +223,5 @@ class TxnState:
 
 def freeze_table(table: dict[bytes, bytes], cells: bytearray,
                  number: int) -> tuple[list[bytes], bytes, array[int]]: ...
+def put_pairs(block: mmap, offsets: array[int],
+              put: Callable[[bytes, bytes], object]) -> None: ...

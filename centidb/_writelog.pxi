@@ -1,5 +1,6 @@
-# Compiled twin of centidb/engines/writelog.py: freeze_table, which turns a
-# large write transaction's dict of pending writes into one sorted block.
+# Compiled twins of centidb/engines/writelog.py: freeze_table, which turns a
+# large write transaction's dict of pending writes into one sorted block,
+# and put_pairs, which hands the block's pairs to a commit's batch.
 # The pure version walks the objects six times (sort, values, join,
 # lengths, hashes, marks) and a dict of 2**17 writes is far larger than the
 # caches; this one reads each key and value once into an array of
@@ -8,10 +9,11 @@
 from cpython cimport array as _carray
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.dict cimport PyDict_Next
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.object cimport PyObject
 from libc.stdlib cimport qsort
 
-TWINS += ('freeze_table',)
+TWINS += ('freeze_table', 'put_pairs')
 
 cdef enum:
     _SPARSE = 16    # writelog._SPARSE
@@ -100,3 +102,34 @@ def freeze_table(dict table not None, bytearray cells not None, Py_ssize_t numbe
     finally:
         free(writes)
     return index, joined, offsets
+
+
+@cython.binding(True)
+def put_pairs(block, _carray.array offsets not None, put):
+    """Mirrors centidb.engines.writelog.put_pairs."""
+    cdef Py_buffer view
+    cdef const char *start
+    cdef Py_ssize_t i, n = (len(offsets) - 1) // 2, a, b, c
+    cdef bint wide = offsets.ob_descr.typecode == b'Q'
+    if not wide and offsets.ob_descr.typecode != b'I':
+        raise TypeError(f"offsets must be an array of type 'I' or 'Q', "
+                        f"not {offsets.typecode!r}")
+    PyObject_GetBuffer(block, &view, PyBUF_SIMPLE)
+    try:
+        start = <const char *>view.buf
+        for i in range(n):
+            if wide:
+                a = <Py_ssize_t>offsets.data.as_ulonglongs[2 * i]
+                b = <Py_ssize_t>offsets.data.as_ulonglongs[2 * i + 1]
+                c = <Py_ssize_t>offsets.data.as_ulonglongs[2 * i + 2]
+            else:
+                a = <Py_ssize_t>offsets.data.as_uints[2 * i]
+                b = <Py_ssize_t>offsets.data.as_uints[2 * i + 1]
+                c = <Py_ssize_t>offsets.data.as_uints[2 * i + 2]
+            if not 0 <= a <= b <= c <= view.len:
+                raise ValueError(f'offsets {a}, {b}, {c} are outside the block '
+                                 f'of {view.len} bytes')
+            put(PyBytes_FromStringAndSize(start + a, b - a),
+                PyBytes_FromStringAndSize(start + b, c - b))
+    finally:
+        PyBuffer_Release(&view)

@@ -28,9 +28,11 @@ from centidb.engines import TOMBSTONE, MemoryEngine, PlyvelEngine, merge_overlay
 
 PURE = writelog.PYTHON.freeze_table
 TWIN = getattr(impl.compiled_module(), 'freeze_table', None)
-FREEZERS = [pytest.param(PURE, id='pure'),
-            pytest.param(TWIN, id='twin', marks=pytest.mark.skipif(
-                TWIN is None, reason='centidb._speedups is not built'))]
+PUT_PAIRS_TWIN = getattr(impl.compiled_module(), 'put_pairs', None)
+_NOT_BUILT = pytest.mark.skipif(TWIN is None, reason='centidb._speedups is not built')
+FREEZERS = [pytest.param(PURE, id='pure'), pytest.param(TWIN, id='twin', marks=_NOT_BUILT)]
+PUTTERS = [pytest.param(writelog.PYTHON.put_pairs, id='pure'),
+           pytest.param(PUT_PAIRS_TWIN, id='twin', marks=_NOT_BUILT)]
 
 
 def test_merge_overlay_directly():
@@ -320,5 +322,40 @@ def test_freeze_table_builds_the_block_and_marks_the_keys(freeze, table, bits, n
     assert cells == expected
 
 
-def test_the_freeze_twin_is_active_when_the_compiled_module_is():
+def test_the_freeze_twins_are_active_when_the_compiled_module_is():
     assert writelog.freeze_table is (PURE if impl.COMPILED is None else TWIN)
+    assert writelog.put_pairs is (writelog.PYTHON.put_pairs if impl.COMPILED is None
+                                  else PUT_PAIRS_TWIN)
+
+
+@pytest.mark.parametrize('put_pairs', PUTTERS)
+def test_put_pairs_hands_over_a_segment_in_key_order(put_pairs):
+    """Each key with its value (empty ones too), in order; an exception from
+    `put` stops it there and propagates."""
+    table = {b'k%03d' % i: b'v' * (i % 5) for i in range(100, 0, -1)}
+    segment = writelog._Segment(*writelog.freeze_table(table, bytearray(1024), 1))
+    got = []
+    put_pairs(segment.data, segment.offsets, lambda key, value: got.append((key, value)))
+    assert got == sorted(table.items()) and all(type(x) is bytes for pair in got for x in pair)
+
+    def refuse_the_third(key, value):
+        if len(got) == 2:
+            raise KeyError(key)
+        got.append(key)
+    got = []
+    with pytest.raises(KeyError, match='k003'):
+        put_pairs(segment.data, segment.offsets, refuse_the_third)
+    assert got == [b'k001', b'k002']
+    segment.close()
+
+
+@_NOT_BUILT
+def test_the_put_pairs_twin_refuses_offsets_outside_the_block():
+    """It reads the block through a pointer: bad offsets must not read past it."""
+    from array import array
+    segment = writelog._Segment(*writelog.freeze_table({b'a': b'1'}, bytearray(8), 1))
+    with pytest.raises(ValueError, match='outside the block of 2 bytes'):
+        PUT_PAIRS_TWIN(segment.data, array('I', [0, 1, 3]), print)
+    with pytest.raises(TypeError, match="type 'I' or 'Q'"):
+        PUT_PAIRS_TWIN(segment.data, array('i', [0, 1, 2]), print)
+    segment.close()

@@ -95,3 +95,4 @@ def txn_state_agrees(pure: txn.TxnState, twin: _speedups.TxnState) -> None:
 
 def freeze_table_agrees() -> None:
     same([writelog.freeze_table], [_speedups.freeze_table])
+    same([writelog.put_pairs], [_speedups.put_pairs])

@@ -306,6 +306,19 @@ def freeze_table(table: dict[bytes, bytes], cells: bytearray,
     return keys[::_SPARSE], joined, offsets
 
 
+def put_pairs(block: mmap.mmap, offsets: array[int],
+              put: Callable[[bytes, bytes], object]) -> None:
+    """Call ``put(key, value)`` for each pair of a segment's block, in order.
+
+    :param block: the keys and values back to back (a :class:`_Segment`'s
+        ``data``).
+    :param offsets: their boundaries, as :func:`freeze_table` returns them.
+    :param put: called with each key and its value, as ``bytes``.
+    """
+    pieces = map(block.__getitem__, map(slice, offsets[:-1], offsets[1:]))
+    collections.deque(itertools.starmap(put, zip(pieces, pieces)), maxlen=0)
+
+
 class _Segment:
     """Frozen pending writes: distinct keys in order, and their values, in one block.
 
@@ -444,7 +457,7 @@ class _FrozenWrites:
         segments.reverse()
         while segments:
             segment = segments.pop()
-            collections.deque(itertools.starmap(put, segment.pairs()), maxlen=0)
+            put_pairs(segment.data, segment.offsets, put)
             segment.close()
         deleted, self.deleted = self.deleted, set()
         collections.deque(map(delete, deleted), maxlen=0)
@@ -625,6 +638,7 @@ def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], 
 
 
 #: The pure-Python reference of the twinned names, whichever is active.
-PYTHON = types.SimpleNamespace(freeze_table=freeze_table)
+PYTHON = types.SimpleNamespace(freeze_table=freeze_table, put_pairs=put_pairs)
 
 freeze_table = impl.choose(freeze_table)
+put_pairs = impl.choose(put_pairs)
