@@ -20,20 +20,36 @@ cdef enum:
     _LATE = 255     # writelog._LATE
 
 cdef struct _Write:
+    uint64_t head           # the key's first 8 bytes, big-endian, zero-padded
     PyObject *key
     PyObject *value
-    const char *bytes       # the key's
-    Py_ssize_t size         # the key's
 
 cdef _carray.array _OFFSETS_32 = _carray.array('I')
 cdef _carray.array _OFFSETS_64 = _carray.array('Q')
 
 
+cdef extern from "Python.h":
+    # The macros, on borrowed pointers, callable without the GIL.
+    const char *_key_bytes "PyBytes_AS_STRING" (PyObject *) nogil
+    Py_ssize_t _key_size "PyBytes_GET_SIZE" (PyObject *) nogil
+
+
+cdef inline uint64_t _head(const char *data, Py_ssize_t size) noexcept nogil:
+    cdef uint64_t head = 0
+    cdef Py_ssize_t i
+    for i in range(8):
+        head = (head << 8) | (<unsigned char>data[i] if i < size else 0)
+    return head
+
+
 cdef int _compare_writes(const void *a, const void *b) noexcept nogil:
+    # Byte order, as bytes compare: the heads decide most pairs.
     cdef const _Write *x = <const _Write *>a
     cdef const _Write *y = <const _Write *>b
-    cdef Py_ssize_t nx = x.size, ny = y.size
-    cdef int order = memcmp(x.bytes, y.bytes, nx if nx < ny else ny)
+    if x.head != y.head:
+        return -1 if x.head < y.head else 1
+    cdef Py_ssize_t nx = _key_size(x.key), ny = _key_size(y.key)
+    cdef int order = memcmp(_key_bytes(x.key), _key_bytes(y.key), nx if nx < ny else ny)
     if order:
         return order
     return (nx > ny) - (nx < ny)
@@ -64,9 +80,8 @@ def freeze_table(dict table not None, bytearray cells not None, Py_ssize_t numbe
                                 f'{type(<object>value).__name__!r}')
             writes[i].key = key
             writes[i].value = value
-            writes[i].bytes = PyBytes_AS_STRING(<object>key)
-            writes[i].size = PyBytes_GET_SIZE(<object>key)
-            total += writes[i].size + PyBytes_GET_SIZE(<object>value)
+            writes[i].head = _head(_key_bytes(key), _key_size(key))
+            total += _key_size(key) + PyBytes_GET_SIZE(<object>value)
             i += 1
         qsort(writes, n, sizeof(_Write), _compare_writes)
         joined = PyBytes_FromStringAndSize(NULL, total)
@@ -82,8 +97,8 @@ def freeze_table(dict table not None, bytearray cells not None, Py_ssize_t numbe
             key, value = writes[i].key, writes[i].value
             if i % _SPARSE == 0:
                 index.append(<object>key)
-            size = writes[i].size
-            memcpy(out + at, writes[i].bytes, size)
+            size = _key_size(key)
+            memcpy(out + at, _key_bytes(key), size)
             at += size
             if wide:
                 offsets.data.as_ulonglongs[2 * i + 1] = <unsigned long long>at
