@@ -1,6 +1,8 @@
-# Compiled twins of centidb/engines/writelog.py: freeze_table, which turns a
-# large write transaction's dict of pending writes into one sorted block,
-# and put_pairs, which hands the block's pairs to a commit's batch.
+# Compiled twins of centidb/engines/writelog.py: LogCalls, the unchecked
+# calls of LevelDB's write transactions (C methods instead of Python
+# frames); freeze_table, which turns a large write transaction's dict of
+# pending writes into one sorted block; and put_pairs, which hands the
+# block's pairs to a commit's batch.
 # The pure version walks the objects six times (sort, values, join,
 # lengths, hashes, marks) and a dict of 2**17 writes is far larger than the
 # caches; this one reads each key and value once into an array of
@@ -13,7 +15,7 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.object cimport PyObject
 from libc.stdlib cimport qsort
 
-TWINS += ('freeze_table', 'put_pairs')
+TWINS += ('LogCalls', 'freeze_table', 'put_pairs')
 
 cdef enum:
     _SPARSE = 16    # writelog._SPARSE
@@ -148,3 +150,70 @@ def put_pairs(block, _carray.array offsets not None, put):
                 PyBytes_FromStringAndSize(start + b, c - b))
     finally:
         PyBuffer_Release(&view)
+
+
+cdef class LogCalls:
+    """Mirrors centidb.engines.writelog.LogCalls."""
+
+    cdef object pending
+    cdef object frozen_get, committed, freeze, deleted, tombstone
+    cdef Py_ssize_t freeze_at
+    cdef object last_key, last_value
+    cdef dict table     # pending, when it is a plain dict; else None
+
+    def __init__(self, pending, frozen_get, committed, Py_ssize_t freeze_at,
+                 freeze, deleted, tombstone):
+        self.pending, self.frozen_get, self.committed = pending, frozen_get, committed
+        self.freeze_at, self.freeze, self.deleted = freeze_at, freeze, deleted
+        self.tombstone = tombstone
+        self.last_key = b''
+        self.last_value = None
+        self.table = pending if type(pending) is dict else None
+
+    cdef Py_ssize_t size(self) except -1:
+        if self.table is not None:
+            return len(self.table)
+        return len(self.pending)
+
+    def get(self, key):
+        """Mirrors centidb.engines.writelog.LogCalls.get."""
+        if self.table is not None:
+            value = self.table.get(key)
+        else:
+            value = self.pending.get(key)
+        if value is None and self.frozen_get is not None:
+            value = self.frozen_get(key)
+        if value is None:
+            if key != self.last_key:
+                self.last_value = self.committed(key)
+                self.last_key = key
+            return self.last_value
+        return None if value is self.tombstone else value
+
+    def put(self, key, value):
+        """Mirrors centidb.engines.writelog.LogCalls.put."""
+        if self.table is not None:
+            self.table[key] = value
+        else:
+            self.pending[key] = value
+        if self.size() >= self.freeze_at:
+            self.freeze()
+
+    def put_many(self, pairs):
+        """Mirrors centidb.engines.writelog.LogCalls.put_many."""
+        if self.table is not None:
+            self.table.update(pairs)
+        else:
+            self.pending.update(pairs)
+        if self.size() >= self.freeze_at:
+            self.freeze()
+
+    def delete(self, key):
+        """Mirrors centidb.engines.writelog.LogCalls.delete."""
+        if self.frozen_get is None and key in self.pending and self.committed(key) is None:
+            del self.pending[key]
+            return
+        self.deleted()
+        self.pending[key] = self.tombstone
+        if self.size() >= self.freeze_at:
+            self.freeze()

@@ -329,6 +329,8 @@ def test_the_freeze_twins_are_active_when_the_compiled_module_is():
     assert writelog.freeze_table is (PURE if impl.COMPILED is None else TWIN)
     assert writelog.put_pairs is (writelog.PYTHON.put_pairs if impl.COMPILED is None
                                   else PUT_PAIRS_TWIN)
+    assert writelog.LogCalls is (writelog.PYTHON.LogCalls if impl.COMPILED is None
+                                 else impl.COMPILED.LogCalls)
 
 
 @pytest.mark.parametrize('put_pairs', PUTTERS)

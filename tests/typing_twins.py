@@ -96,3 +96,9 @@ def txn_state_agrees(pure: txn.TxnState, twin: _speedups.TxnState) -> None:
 def freeze_table_agrees() -> None:
     same([writelog.freeze_table], [_speedups.freeze_table])
     same([writelog.put_pairs], [_speedups.put_pairs])
+
+
+def log_calls_agree(pure: writelog.LogCalls, twin: _speedups.LogCalls) -> None:
+    same([params(writelog.LogCalls)], [params(_speedups.LogCalls)])
+    same([pure.get, pure.put, pure.put_many, pure.delete],
+         [twin.get, twin.put, twin.put_many, twin.delete])

@@ -19,7 +19,7 @@ import operator
 import sys
 import types
 from array import array
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import Any, Callable, Iterable, Iterator, MutableMapping, Union
 
 from sortedcontainers import SortedDict, SortedList
 
@@ -463,6 +463,93 @@ class _FrozenWrites:
         collections.deque(map(delete, deleted), maxlen=0)
 
 
+class LogCalls:
+    """The unchecked calls of a :class:`_CompactWriteLog` over its current tables.
+
+    ``get``, ``put``, ``put_many`` and ``delete`` are the transaction's
+    ``_fast_get``, ``_fast_put``, ``_fast_put_many`` and ``_fast_delete``
+    (see :class:`~centidb.engines.base.FastCalls`); the log makes a new
+    one when it replaces its dict or first freezes. ``get`` keeps the last
+    value it read from `committed`, which must always give the same value
+    for a key (a snapshot), so that reading a record and writing it back
+    reads the database once. Twinned: compiled, each is a C method, not a
+    Python frame.
+
+    :param pending: the pending writes, a dict or a ``SortedDict`` (key ->
+        value or `tombstone`).
+    :param frozen_get: the frozen writes' ``get``, or None if none are frozen.
+    :param committed: the getter of the committed data.
+    :param freeze_at: call `freeze` once `pending` holds this many keys.
+    :param freeze: freezes `pending` (and empties it).
+    :param deleted: called before a `tombstone` is written.
+    :param tombstone: :data:`TOMBSTONE`.
+    """
+
+    def __init__(self, pending: MutableMapping[bytes, Any],
+                 frozen_get: Callable[[bytes], Any] | None,
+                 committed: Callable[[bytes], bytes | None], freeze_at: int,
+                 freeze: Callable[[], object], deleted: Callable[[], object],
+                 tombstone: object) -> None:
+        self.pending, self.frozen_get, self.committed = pending, frozen_get, committed
+        self.freeze_at, self.freeze, self.deleted = freeze_at, freeze, deleted
+        self.tombstone = tombstone
+        self.last_key = b''     # never a key
+        self.last_value: bytes | None = None
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value of `key`: pending, else frozen, else committed (or None).
+
+        :param key: a non-empty ``bytes`` key.
+        """
+        value = self.pending.get(key)
+        if value is None and self.frozen_get is not None:
+            value = self.frozen_get(key)
+        if value is None:
+            if key != self.last_key:
+                self.last_value = self.committed(key)
+                self.last_key = key
+            return self.last_value
+        return None if value is self.tombstone else value
+
+    def put(self, key: bytes, value: bytes) -> None:
+        """Write `value` under `key`.
+
+        :param key: a non-empty ``bytes`` key.
+        :param value: the ``bytes`` value.
+        """
+        pending = self.pending
+        pending[key] = value
+        if len(pending) >= self.freeze_at:
+            self.freeze()
+
+    def put_many(self, pairs: list[Item]) -> None:
+        """Write each ``(key, value)`` pair of `pairs`.
+
+        :param pairs: a list of ``(bytes, bytes)``.
+        """
+        pending = self.pending
+        pending.update(pairs)
+        if len(pending) >= self.freeze_at:
+            self.freeze()
+
+    def delete(self, key: bytes) -> None:
+        """Delete `key`.
+
+        :param key: a non-empty ``bytes`` key.
+        """
+        pending = self.pending
+        # A frozen write of it may be older than the dict's: only a
+        # tombstone hides it. Without one, a key written in this
+        # transaction only is deleted by forgetting it.
+        if self.frozen_get is None and key in pending and self.committed(key) is None:
+            del pending[key]
+            return
+        self.deleted()
+        pending[key] = self.tombstone
+        if len(pending) >= self.freeze_at:
+            self.freeze()
+
+
 class _CompactWriteLog(_WriteLog):
     """A write log that keeps the writes of a large transaction compact.
 
@@ -478,11 +565,9 @@ class _CompactWriteLog(_WriteLog):
     order), then the deletes, then the dict.
 
     The unchecked calls (``_fast_get``, ``_fast_put``, ``_fast_put_many``,
-    ``_fast_delete``) are closures over the current dict and frozen writes,
-    made again by :meth:`_arm` when either is replaced; the checked methods
-    check, then call them. ``_fast_get`` keeps the last value it read from
-    the committed data (a snapshot, which never changes), so that reading a
-    record and writing it back reads the database once.
+    ``_fast_delete``) are the methods of a :class:`LogCalls` over the
+    current dict and frozen writes, made again by :meth:`_arm` when either
+    is replaced; the checked methods check, then call them.
 
     An ordered read (``items``, ``first``...) turns every pending write
     back into objects in one :class:`~sortedcontainers.SortedDict`, as
@@ -500,36 +585,17 @@ class _CompactWriteLog(_WriteLog):
 
     def _arm(self) -> None:
         """Make the unchecked calls over the current dict and frozen writes."""
-        pending: dict[bytes, _Pending] = self._pending  # type: ignore[assignment]
-        frozen, committed = self._frozen, self._read_committed
-        self._fast_get = _log_getter(pending.get, frozen, committed)
-        setitem, update = pending.__setitem__, pending.update
-        freeze_at, freeze = self._freeze_at, self._freeze
-        log = self
+        frozen = self._frozen
+        pending: MutableMapping[bytes, Any] = self._pending  # type: ignore[assignment]
+        calls = LogCalls(pending, None if frozen is None else frozen.get,
+                         self._read_committed, self._freeze_at, self._freeze,
+                         self._deleted, TOMBSTONE)
+        self._fast_get, self._fast_put = calls.get, calls.put
+        self._fast_put_many, self._fast_delete = calls.put_many, calls.delete
 
-        def put(key: bytes, value: bytes) -> None:
-            setitem(key, value)
-            if len(pending) >= freeze_at:
-                freeze()
-
-        def put_many(pairs: list[Item]) -> None:
-            update(pairs)
-            if len(pending) >= freeze_at:
-                freeze()
-
-        def delete(key: bytes) -> None:
-            # A frozen write of it may be older than the dict's: only a
-            # tombstone hides it. Without one, a key written in this
-            # transaction only is deleted by forgetting it.
-            if frozen is None and key in pending and committed(key) is None:
-                del pending[key]
-                return
-            log._deletes = True
-            setitem(key, TOMBSTONE)
-            if len(pending) >= freeze_at:
-                freeze()
-
-        self._fast_put, self._fast_put_many, self._fast_delete = put, put_many, delete
+    def _deleted(self) -> None:
+        """Note that the log may hold a TOMBSTONE (called by ``LogCalls.delete``)."""
+        self._deletes = True
 
     def _holds_writes(self) -> bool:
         return bool(self._pending) or self._frozen is not None
@@ -605,31 +671,6 @@ class _CompactWriteLog(_WriteLog):
         self._fast_get = self._fast_delete = None
 
 
-def _log_getter(pending_get: Callable[[bytes], _Pending | None], frozen: _FrozenWrites | None,
-                committed: Callable[[bytes], bytes | None]) -> Callable[[bytes], bytes | None]:
-    """An unchecked get: the pending writes, then `frozen`, then the `committed` data.
-
-    It keeps the last value read from `committed`, which must always give
-    the same value for a key (a snapshot).
-    """
-    frozen_get = None if frozen is None else frozen.get
-    last_key: bytes = b''   # never a key
-    last_value: bytes | None = None
-
-    def get(key: bytes) -> bytes | None:
-        nonlocal last_key, last_value
-        value = pending_get(key)
-        if value is None and frozen_get is not None:
-            value = frozen_get(key)
-        if value is None:
-            if key != last_key:
-                last_value = committed(key)
-                last_key = key
-            return last_value
-        return None if value is TOMBSTONE else value
-    return get
-
-
 def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], None]:
     """A callable that sets ``table[key] = value``."""
     def set_value(key: bytes) -> None:
@@ -638,7 +679,9 @@ def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], 
 
 
 #: The pure-Python reference of the twinned names, whichever is active.
-PYTHON = types.SimpleNamespace(freeze_table=freeze_table, put_pairs=put_pairs)
+PYTHON = types.SimpleNamespace(freeze_table=freeze_table, put_pairs=put_pairs,
+                               LogCalls=LogCalls)
 
 freeze_table = impl.choose(freeze_table)
 put_pairs = impl.choose(put_pairs)
+LogCalls = impl.choose(LogCalls)  # type: ignore[misc]
