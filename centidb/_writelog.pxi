@@ -159,6 +159,7 @@ cdef class LogCalls:
     cdef object frozen_get, committed, freeze, deleted, tombstone
     cdef Py_ssize_t freeze_at
     cdef object last_key, last_value
+    cdef bint noted
     cdef dict table     # pending, when it is a plain dict; else None
 
     def __init__(self, pending, frozen_get, committed, Py_ssize_t freeze_at,
@@ -213,7 +214,9 @@ cdef class LogCalls:
         if self.frozen_get is None and key in self.pending and self.committed(key) is None:
             del self.pending[key]
             return
-        self.deleted()
+        if not self.noted:
+            self.deleted()
+            self.noted = True
         self.pending[key] = self.tombstone
         if self.size() >= self.freeze_at:
             self.freeze()

@@ -481,7 +481,7 @@ class LogCalls:
     :param committed: the getter of the committed data.
     :param freeze_at: call `freeze` once `pending` holds this many keys.
     :param freeze: freezes `pending` (and empties it).
-    :param deleted: called before a `tombstone` is written.
+    :param deleted: called before the first `tombstone` is written.
     :param tombstone: :data:`TOMBSTONE`.
     """
 
@@ -495,6 +495,7 @@ class LogCalls:
         self.tombstone = tombstone
         self.last_key = b''     # never a key
         self.last_value: bytes | None = None
+        self.noted = False      # whether deleted() was called
 
     def get(self, key: bytes) -> bytes | None:
         """The value of `key`: pending, else frozen, else committed (or None).
@@ -544,7 +545,9 @@ class LogCalls:
         if self.frozen_get is None and key in pending and self.committed(key) is None:
             del pending[key]
             return
-        self.deleted()
+        if not self.noted:
+            self.deleted()
+            self.noted = True
         pending[key] = self.tombstone
         if len(pending) >= self.freeze_at:
             self.freeze()
