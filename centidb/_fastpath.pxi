@@ -20,11 +20,14 @@ cdef object checked_engine_txn(txns, txn_class, txn, bint write):
 
 cdef object put_many(etxn, list writes):
     """Mirrors centidb.fastpath.put_many."""
-    fast_put_many = etxn._fast_put_many
+    if isinstance(etxn, FastCalls):
+        fast_put_many = (<FastCalls>etxn)._fast_put_many
+    else:
+        fast_put_many = etxn._fast_put_many
     if fast_put_many is None:
         etxn._put_many(writes)
     else:
-        etxn.writes += len(writes)
+        add_writes(etxn, len(writes))
         try:
             fast_put_many(writes)
         except Exception as exc:
@@ -33,11 +36,14 @@ cdef object put_many(etxn, list writes):
 
 cdef object put_one(etxn, bytes key, bytes value):
     """Mirrors centidb.fastpath.put_one."""
-    fast_put = etxn._fast_put
+    if isinstance(etxn, FastCalls):
+        fast_put = (<FastCalls>etxn)._fast_put
+    else:
+        fast_put = etxn._fast_put
     if fast_put is None:
         put_many(etxn, [(key, value)])
     else:
-        etxn.writes += 1
+        add_writes(etxn, 1)
         try:
             fast_put(key, value)
         except Exception as exc:
@@ -46,11 +52,14 @@ cdef object put_one(etxn, bytes key, bytes value):
 
 cdef object delete_one(etxn, bytes key):
     """Mirrors centidb.fastpath.delete_one."""
-    fast_delete = etxn._fast_delete
+    if isinstance(etxn, FastCalls):
+        fast_delete = (<FastCalls>etxn)._fast_delete
+    else:
+        fast_delete = etxn._fast_delete
     if fast_delete is None:
         etxn.delete(key)
     else:
-        etxn.writes += 1
+        add_writes(etxn, 1)
         try:
             fast_delete(key)
         except Exception as exc:
@@ -59,7 +68,10 @@ cdef object delete_one(etxn, bytes key):
 
 cdef object first_key(etxn, bytes lo, bytes hi):
     """Mirrors centidb.fastpath.first_key."""
-    cursor = etxn._seek_cursor
+    if isinstance(etxn, FastCalls):
+        cursor = (<FastCalls>etxn)._seek_cursor
+    else:
+        cursor = etxn._seek_cursor
     if cursor is None:
         found = etxn.first(lo, hi)
         return None if found is None else found[0]

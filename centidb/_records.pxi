@@ -168,7 +168,7 @@ cdef class RecordWriter:
                 self.too_long(key, key_bytes, entries)
         old = None
         if not blind and self.indexes:
-            get = etxn._fast_get
+            get = fast_get_of(etxn)
             old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
             put_one(etxn, key_bytes, value)
@@ -241,7 +241,7 @@ cdef class RecordWriter:
                 writes.append((key_bytes, value))
                 for entry in entries:
                     writes.append((entry, b''))
-        get = etxn._fast_get
+        get = fast_get_of(etxn)
         cdef bint fresh = not latest or etxn.first(min(latest), max(latest) + b'\x00') is None
         olds = iter(etxn.get_many(list(latest))) if get is None and not fresh else None
         for key_bytes, pending in latest.items():
@@ -333,7 +333,7 @@ cdef class RecordReader:
     cdef object stored(self, etxn, bytes key_bytes):
         if self.batched:
             return self.batch_get(etxn, key_bytes)
-        fast_get = etxn._fast_get
+        fast_get = fast_get_of(etxn)
         if fast_get is None or (self.limit is not None
                                 and PyBytes_GET_SIZE(key_bytes) > <Py_ssize_t>self.limit):
             return etxn.get(key_bytes)
@@ -425,15 +425,15 @@ cdef class RecordReader:
                     hi = last
                 else:
                     lo = last + b'\x00'
-            writes = etxn.writes
+            writes = writes_of(etxn)
             chunks = etxn.item_chunks(lo, hi, reverse)
             try:
                 for chunk in chunks:
-                    if not records and etxn._fast_get is None:
+                    if not records and fast_get_of(etxn) is None:
                         fetched = self._fetched(etxn, chunk, index_prefix)
                     n = len(chunk)
                     for i in range(n):
-                        if etxn.writes != writes:
+                        if writes_of(etxn) != writes:
                             restart = True
                             break
                         pair = <tuple>chunk[i]

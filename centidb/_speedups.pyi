@@ -13,6 +13,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, MutableMapping
 from typing_extensions import disjoint_base
 
 from centidb.engines import EngineTransaction
+from centidb.engines.base import SeekCursor
 from centidb.errors import CorruptKeyError
 from centidb.keyformat import Key
 from centidb.txn import Transaction, TxnManager
@@ -208,6 +209,17 @@ def _collection_put(self: Any, rec: Any, key: object = None, blind: bool = False
 
 def _index_get(self: Any, tup: object, default: Any = None, *, rec: bool = False,
                txn: Transaction | None = None) -> Any: ...
+
+# --- _engines.pxi: centidb/engines/base.py -------------------------------------
+
+@disjoint_base
+class FastCalls:
+    writes: int
+    _fast_get: Callable[[bytes], bytes | None] | None
+    _fast_put_many: Callable[[list[tuple[bytes, bytes]]], object] | None
+    _fast_put: Callable[[bytes, bytes], object] | None
+    _fast_delete: Callable[[bytes], object] | None
+    _seek_cursor: SeekCursor | None
 
 # --- _txn.pxi: centidb/txn.py --------------------------------------------------
 

@@ -4,6 +4,8 @@
 * ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, mirroring
   ``centidb/keylib.py``;
 * ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
+* ``_engines.pxi``: ``FastCalls``, the base class of engine transactions,
+  mirroring ``centidb/engines/base.py``;
 * ``_txn.pxi``: ``TxnState``, the base class of ``Transaction``, mirroring
   ``centidb/txn.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
@@ -56,6 +58,7 @@ TWINS = ('packs', 'unpacks', 'unpacks_list', 'index_entries', 'Record',
 
 include "_keylib.pxi"
 include "_encodings.pxi"
+include "_engines.pxi"
 include "_txn.pxi"
 include "_fastpath.pxi"
 include "_records.pxi"

@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Callable, ParamSpec, TypeVar
 
 from centidb import _speedups, collection, index, keylib, query, records, txn
-from centidb.engines import writelog
+from centidb.engines import base, writelog
 
 _T = TypeVar('_T')
 _P = ParamSpec('_P')
@@ -102,3 +102,10 @@ def log_calls_agree(pure: writelog.LogCalls, twin: _speedups.LogCalls) -> None:
     same([params(writelog.LogCalls)], [params(_speedups.LogCalls)])
     same([pure.get, pure.put, pure.put_many, pure.delete],
          [twin.get, twin.put, twin.put_many, twin.delete])
+
+
+def fast_calls_agree(pure: base.FastCalls, twin: _speedups.FastCalls) -> None:
+    same([(pure.writes, pure._fast_get, pure._fast_put_many, pure._fast_put,
+           pure._fast_delete, pure._seek_cursor)],
+         [(twin.writes, twin._fast_get, twin._fast_put_many, twin._fast_put,
+           twin._fast_delete, twin._seek_cursor)])

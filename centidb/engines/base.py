@@ -18,6 +18,7 @@ from typing import (
     Any, Callable, Generator, Iterable, Iterator, Literal, NoReturn, Protocol, Tuple, TypeVar,
 )
 
+from centidb import impl
 from centidb.errors import EngineClosedError, TransactionError
 
 __all__ = ['Engine', 'EngineTransaction', 'FastCalls', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator',
@@ -78,7 +79,16 @@ class FastCalls:
 
     Each is ``None`` when the checked method must be used instead. Engines
     set them while they are valid and reset them when the transaction ends.
+    Also ``writes``, which the callers of these calls keep. Twinned:
+    compiled, these are C fields, which the compiled paths read without an
+    attribute lookup (a subclass must not shadow them with class
+    attributes: the compiled paths would not see its values).
     """
+
+    #: Changes with every put and delete, and when the transaction ends:
+    #: iterators that read ahead compare it between steps to notice the
+    #: transaction's own writes (and its end).
+    writes: int = 0
 
     #: A callable ``(key) -> value or None`` that skips every check, for
     #: callers that pass non-empty bytes keys no longer than the engine's
@@ -99,6 +109,9 @@ class FastCalls:
     _fast_delete: Callable[[bytes], object] | None = None
     #: Likewise a :class:`SeekCursor`. ``None``: use ``first``.
     _seek_cursor: SeekCursor | None = None
+
+
+FastCalls = impl.choose(FastCalls)  # type: ignore[misc]
 
 
 class EngineTransaction(FastCalls):
@@ -122,9 +135,6 @@ class EngineTransaction(FastCalls):
     def __init__(self, engine: Engine, write: bool) -> None:
         self.engine = engine
         self.write = bool(write)
-        #: Changes with every put and delete, and when the transaction ends:
-        #: iterators that read ahead compare it between steps to notice the
-        #: transaction's own writes (and its end).
         self.writes = 0
         self._state = _OPEN
         self._registered = False

@@ -1,0 +1,38 @@
+# Compiled twin of centidb/engines/base.py: FastCalls, the base class of
+# every engine transaction, whose unchecked calls and write counter are C
+# fields here. The helpers below read them without an attribute lookup
+# from an engine transaction, and through getattr from anything else that
+# stands for one (a savepoint, a write_many's held writes).
+
+TWINS += ('FastCalls',)
+
+
+cdef class FastCalls:
+    """Mirrors centidb.engines.base.FastCalls."""
+
+    cdef public object _fast_get, _fast_put_many, _fast_put, _fast_delete, _seek_cursor
+    cdef public object writes
+
+    def __cinit__(self, *args, **kwargs):
+        self.writes = 0
+
+
+cdef inline object fast_get_of(etxn):
+    if isinstance(etxn, FastCalls):
+        return (<FastCalls>etxn)._fast_get
+    return etxn._fast_get
+
+
+cdef inline object writes_of(etxn):
+    if isinstance(etxn, FastCalls):
+        return (<FastCalls>etxn).writes
+    return etxn.writes
+
+
+cdef inline void add_writes(etxn, Py_ssize_t n) except *:
+    cdef FastCalls calls
+    if isinstance(etxn, FastCalls):
+        calls = <FastCalls>etxn
+        calls.writes = calls.writes + n
+    else:
+        etxn.writes += n
