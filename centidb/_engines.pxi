@@ -1,4 +1,4 @@
-# Compiled twin of centidb/engines/base.py: FastCalls, the base class of
+# Compiled twin of centidb/engines/fastcalls.py: FastCalls, the base class of
 # every engine transaction, whose unchecked calls and write counter are C
 # fields here. The helpers below read them without an attribute lookup
 # from an engine transaction, and through getattr from anything else that
@@ -8,7 +8,7 @@ TWINS += ('FastCalls',)
 
 
 cdef class FastCalls:
-    """Mirrors centidb.engines.base.FastCalls."""
+    """Mirrors centidb.engines.fastcalls.FastCalls."""
 
     cdef public object _fast_get, _fast_put_many, _fast_put, _fast_delete, _seek_cursor
     cdef public object writes

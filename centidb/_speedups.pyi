@@ -13,7 +13,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, MutableMapping
 from typing_extensions import disjoint_base
 
 from centidb.engines import EngineTransaction
-from centidb.engines.base import SeekCursor
+from centidb.engines.fastcalls import SeekCursor
 from centidb.errors import CorruptKeyError
 from centidb.keyformat import Key
 from centidb.txn import Transaction, TxnManager
@@ -210,7 +210,7 @@ def _collection_put(self: Any, rec: Any, key: object = None, blind: bool = False
 def _index_get(self: Any, tup: object, default: Any = None, *, rec: bool = False,
                txn: Transaction | None = None) -> Any: ...
 
-# --- _engines.pxi: centidb/engines/base.py -------------------------------------
+# --- _engines.pxi: centidb/engines/fastcalls.py --------------------------------
 
 @disjoint_base
 class FastCalls:

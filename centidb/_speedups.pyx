@@ -5,7 +5,7 @@
   ``centidb/keylib.py``;
 * ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
 * ``_engines.pxi``: ``FastCalls``, the base class of engine transactions,
-  mirroring ``centidb/engines/base.py``;
+  mirroring ``centidb/engines/fastcalls.py``;
 * ``_txn.pxi``: ``TxnState``, the base class of ``Transaction``, mirroring
   ``centidb/txn.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and

@@ -22,6 +22,7 @@ LAYERS = [
     ['impl'],
     ['keylib'],
     ['encodings', 'dumpformat'],
+    ['engines.fastcalls'],
     ['engines.base', 'engines.paths'],
     ['engines.writelog', 'engines.etcd_client'],
     ['engines.memory', 'engines.leveldb', 'engines.lmdb', 'engines.wrappers', 'engines.etcd'],

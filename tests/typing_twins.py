@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Callable, ParamSpec, TypeVar
 
 from centidb import _speedups, collection, index, keylib, query, records, txn
-from centidb.engines import base, writelog
+from centidb.engines import fastcalls, writelog
 
 _T = TypeVar('_T')
 _P = ParamSpec('_P')
@@ -104,7 +104,7 @@ def log_calls_agree(pure: writelog.LogCalls, twin: _speedups.LogCalls) -> None:
          [twin.get, twin.put, twin.put_many, twin.delete])
 
 
-def fast_calls_agree(pure: base.FastCalls, twin: _speedups.FastCalls) -> None:
+def fast_calls_agree(pure: fastcalls.FastCalls, twin: _speedups.FastCalls) -> None:
     same([(pure.writes, pure._fast_get, pure._fast_put_many, pure._fast_put,
            pure._fast_delete, pure._seek_cursor)],
          [(twin.writes, twin._fast_get, twin._fast_put_many, twin._fast_put,

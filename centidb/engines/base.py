@@ -15,10 +15,10 @@ import threading
 import weakref
 from types import TracebackType
 from typing import (
-    Any, Callable, Generator, Iterable, Iterator, Literal, NoReturn, Protocol, Tuple, TypeVar,
+    Any, Generator, Iterable, Iterator, Literal, NoReturn, Tuple, TypeVar,
 )
 
-from centidb import impl
+from centidb.engines.fastcalls import FastCalls, SeekCursor
 from centidb.errors import EngineClosedError, TransactionError
 
 __all__ = ['Engine', 'EngineTransaction', 'FastCalls', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator',
@@ -31,19 +31,6 @@ Item = Tuple[bytes, bytes]
 ItemIterator = Generator[Item, None, None]
 #: What ``keys()`` returns: a generator of keys; ``close()`` ends it.
 KeyIterator = Generator[bytes, None, None]
-
-
-class SeekCursor(Protocol):
-    """What an engine transaction's ``_seek_cursor`` offers (an ``lmdb.Cursor`` does)."""
-
-    def set_range(self, key: bytes, /) -> bool:
-        """Move to the first key ``>= key``; False if there is none.
-
-        :param key: the key to seek.
-        """
-
-    def key(self) -> bytes:
-        """The key at the current position."""
 
 
 _T = TypeVar('_T')
@@ -72,46 +59,6 @@ def _check_bounds(lo: bytes | None, hi: bytes | None) -> None:
         _not_bytes('lo', lo)
     if hi is not None and type(hi) is not bytes:
         _not_bytes('hi', hi)
-
-
-class FastCalls:
-    """The unchecked calls an :class:`EngineTransaction` may offer (see :mod:`centidb.fastpath`).
-
-    Each is ``None`` when the checked method must be used instead. Engines
-    set them while they are valid and reset them when the transaction ends.
-    Also ``writes``, which the callers of these calls keep. Twinned:
-    compiled, these are C fields, which the compiled paths read without an
-    attribute lookup (a subclass must not shadow them with class
-    attributes: the compiled paths would not see its values).
-    """
-
-    #: Changes with every put and delete, and when the transaction ends:
-    #: iterators that read ahead compare it between steps to notice the
-    #: transaction's own writes (and its end).
-    writes: int = 0
-
-    #: A callable ``(key) -> value or None`` that skips every check, for
-    #: callers that pass non-empty bytes keys no longer than the engine's
-    #: ``max_key_size``.
-    _fast_get: Callable[[bytes], bytes | None] | None = None
-    #: Likewise a callable ``(pairs)`` that stores a list of ``(key,
-    #: value)`` pairs with no checks; the caller first adds ``len(pairs)``
-    #: to ``writes``, and passes any exception it raises to
-    #: ``_put_many_failed``. ``None``: use ``_put_many``.
-    _fast_put_many: Callable[[list[Item]], object] | None = None
-    #: Likewise a callable ``(key, value)`` that stores one pair with no
-    #: checks; the caller adds 1 to ``writes`` and passes any exception,
-    #: with the list of that pair, to ``_put_many_failed``. ``None``: use
-    #: ``_put_many``.
-    _fast_put: Callable[[bytes, bytes], object] | None = None
-    #: Likewise a callable ``(key)`` that deletes one key with no checks,
-    #: its exception passed with ``[(key, b'')]``. ``None``: use ``delete``.
-    _fast_delete: Callable[[bytes], object] | None = None
-    #: Likewise a :class:`SeekCursor`. ``None``: use ``first``.
-    _seek_cursor: SeekCursor | None = None
-
-
-FastCalls = impl.choose(FastCalls)  # type: ignore[misc]
 
 
 class EngineTransaction(FastCalls):

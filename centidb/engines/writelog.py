@@ -468,7 +468,7 @@ class LogCalls:
 
     ``get``, ``put``, ``put_many`` and ``delete`` are the transaction's
     ``_fast_get``, ``_fast_put``, ``_fast_put_many`` and ``_fast_delete``
-    (see :class:`~centidb.engines.base.FastCalls`); the log makes a new
+    (see :class:`~centidb.engines.fastcalls.FastCalls`); the log makes a new
     one when it replaces its dict or first freezes. ``get`` keeps the last
     value it read from `committed`, which must always give the same value
     for a key (a snapshot), so that reading a record and writing it back
