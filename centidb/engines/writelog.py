@@ -369,12 +369,6 @@ class _Segment:
         offsets = self.offsets
         return map(self.data.__getitem__, map(slice, offsets[0::2], offsets[1::2]))
 
-    def pairs(self) -> Iterator[Item]:
-        """The ``(key, value)`` pairs, in key order, made as they are consumed."""
-        offsets = self.offsets
-        pieces = map(self.data.__getitem__, map(slice, offsets[:-1], offsets[1:]))
-        return zip(pieces, pieces)
-
     def close(self) -> None:
         self.data.close()
 
