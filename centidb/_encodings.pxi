@@ -30,14 +30,26 @@ cdef class MsgpackEncode:
     """Mirrors the ``encode`` that centidb.encodings.msgpack_encoder returns."""
 
     cdef object local, make_packer, pack_surrogates
+    # The pack method of the thread that called last, so that a thread
+    # writing many records skips the thread-local lookup. Reading both
+    # fields is C code holding the GIL: no other thread runs in between.
+    cdef object last_pack
+    cdef unsigned long last_thread
+    cdef bint has_last
 
     cdef object run(self, value):
+        cdef unsigned long thread = PyThread_get_thread_ident()
+        if self.has_last and self.last_thread == thread:
+            pack = self.last_pack
+        else:
+            try:
+                packer = self.local.packer
+            except AttributeError:
+                packer = self.local.packer = self.make_packer()
+            pack = packer.pack
+            self.last_pack, self.last_thread, self.has_last = pack, thread, True
         try:
-            packer = self.local.packer
-        except AttributeError:
-            packer = self.local.packer = self.make_packer()
-        try:
-            return packer.pack(value)
+            return pack(value)
         except UnicodeEncodeError:
             return self.pack_surrogates(value)
 

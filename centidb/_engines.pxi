@@ -11,10 +11,7 @@ cdef class FastCalls:
     """Mirrors centidb.engines.fastcalls.FastCalls."""
 
     cdef public object _fast_get, _fast_put_many, _fast_put, _fast_delete, _seek_cursor
-    cdef public object writes
-
-    def __cinit__(self, *args, **kwargs):
-        self.writes = 0
+    cdef public Py_ssize_t writes
 
 
 cdef inline object fast_get_of(etxn):
@@ -30,9 +27,7 @@ cdef inline object writes_of(etxn):
 
 
 cdef inline void add_writes(etxn, Py_ssize_t n) except *:
-    cdef FastCalls calls
     if isinstance(etxn, FastCalls):
-        calls = <FastCalls>etxn
-        calls.writes = calls.writes + n
+        (<FastCalls>etxn).writes += n
     else:
         etxn.writes += n

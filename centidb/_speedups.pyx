@@ -41,6 +41,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport frexp, ldexp, isnan, isinf, signbit, floor
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport malloc, realloc, free

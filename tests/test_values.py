@@ -16,6 +16,7 @@ import math
 import os
 import re
 import sys
+import threading
 import uuid
 
 import msgpack
@@ -209,6 +210,37 @@ def test_lone_surrogates_use_surrogatepass_as_the_format_page_says():
     # Inside a tuple's payload too (packed by a packer of its own).
     assert encode(('\udcff',)) == bytes.fromhex('c7 05 01 91 a3 ed b3 bf')
     assert decode(bytes.fromhex('92 a1 61 a3 ed a0 80')) == ['a', '\ud800']
+
+
+def test_threads_encoding_at_once_each_get_their_own_bytes():
+    # Decimals and tuples go through the packer's Python default hook, where
+    # threads switch in the middle of a pack; a packer shared between
+    # threads would mix their buffers.
+    encoder = encodings.make_msgpack_encoder()
+    values = [[D(n), (n, str(n)), {'n': n, 'at': datetime.date(2024, 1, 1 + n % 28)}]
+              for n in range(600)]
+    expected = [encoder.encode(value) for value in values]
+    start, results = threading.Barrier(4), {}
+
+    def work(t):
+        start.wait(timeout=30)
+        results[t] = [encoder.encode(value) for value in values[t::4]]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert sorted(results) == [0, 1, 2, 3]
+    for t in range(4):
+        assert results[t] == expected[t::4]
+    # The thread that called last changed; this one still gets its own.
+    assert encoder.encode(values[5]) == expected[5]
 
 
 def test_bytes_like_values_come_back_as_bytes():
