@@ -45,7 +45,7 @@ from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport frexp, ldexp, isnan, isinf, signbit, floor
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
-from libc.string cimport memcpy, memcmp
+from libc.string cimport memcpy, memcmp, memset
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_COMPACT_ASCII(object)

@@ -18,6 +18,7 @@ from libc.stdlib cimport qsort
 TWINS += ('LogCalls', 'freeze_table', 'put_pairs')
 
 cdef enum:
+    _HEADS = 1024   # writelog.HEADS
     _SPARSE = 16    # writelog._SPARSE
     _LATE = 255     # writelog._LATE
 
@@ -161,15 +162,33 @@ cdef class LogCalls:
     cdef object last_key, last_value
     cdef bint noted
     cdef dict table     # pending, when it is a plain dict; else None
+    cdef bytearray heads
 
     def __init__(self, pending, frozen_get, committed, Py_ssize_t freeze_at,
-                 freeze, deleted, tombstone):
+                 freeze, deleted, tombstone, bytearray heads not None):
+        if len(heads) != _HEADS:
+            raise ValueError(f'heads must hold {_HEADS} bytes, not {len(heads)}')
         self.pending, self.frozen_get, self.committed = pending, frozen_get, committed
         self.freeze_at, self.freeze, self.deleted = freeze_at, freeze, deleted
-        self.tombstone = tombstone
+        self.tombstone, self.heads = tombstone, heads
         self.last_key = b''
         self.last_value = None
         self.table = pending if type(pending) is dict else None
+
+    cdef void mark(self, key):
+        # heads[head_cell(key)] = 1; anything but a non-empty bytes key marks every cell.
+        cdef unsigned char *cells = <unsigned char *>PyByteArray_AS_STRING(self.heads)
+        cdef const unsigned char *data
+        cdef Py_ssize_t size
+        cdef unsigned int second = 0
+        if type(key) is bytes and PyBytes_GET_SIZE(key):
+            data = <const unsigned char *>PyBytes_AS_STRING(key)
+            size = PyBytes_GET_SIZE(key)
+            if size > 1:
+                second = data[1]
+            cells[(data[0] * 37u + second) & (_HEADS - 1)] = 1
+        else:
+            memset(cells, 1, _HEADS)
 
     cdef Py_ssize_t size(self) except -1:
         if self.table is not None:
@@ -197,6 +216,7 @@ cdef class LogCalls:
             self.table[key] = value
         else:
             self.pending[key] = value
+        self.mark(key)
         if self.size() >= self.freeze_at:
             self.freeze()
 
@@ -206,11 +226,18 @@ cdef class LogCalls:
             self.table.update(pairs)
         else:
             self.pending.update(pairs)
+        if type(pairs) is list:
+            for pair in <list>pairs:
+                self.mark((<tuple>pair)[0] if type(pair) is tuple and len(<tuple>pair) == 2
+                          else None)
+        else:
+            self.mark(None)
         if self.size() >= self.freeze_at:
             self.freeze()
 
     def delete(self, key):
         """Mirrors centidb.engines.writelog.LogCalls.delete."""
+        self.mark(key)
         if self.frozen_get is None and key in self.pending and self.committed(key) is None:
             del self.pending[key]
             return

@@ -15,11 +15,13 @@ transaction reads a committed key once when read again in a row.
 """
 
 import itertools
+import shutil
 import sys
+import tempfile
 import tracemalloc
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from sortedcontainers import SortedDict
 
@@ -254,6 +256,116 @@ def test_an_ordered_read_brings_the_frozen_writes_back(small_freeze):
         assert txn._frozen is None
         assert txn.count() == 21
     assert small_freeze.get(b'a') is None and small_freeze.get(b'm19') == b'19'
+
+
+def test_reading_a_range_no_write_falls_in_keeps_the_log_compact(small_freeze):
+    """add_index's pattern: records read in order while entries go under another
+    first byte. The read comes from the snapshot; the log still freezes."""
+    records = [b'r\x01%02d' % i for i in range(20)]
+    for key in records:
+        small_freeze.put(key, b'')
+    with small_freeze.begin(write=True) as txn:
+        txn.put(b'\x00meta', b'x')
+        seen = []
+        for key, _ in txn.items(b'r\x01', b'r\x02'):      # a collection's prefix range
+            seen.append(key)
+            txn.writes += 1
+            txn._fast_put(b'r\x03' + key, b'')             # its index's
+        assert seen == records
+        assert txn._frozen is not None and type(txn._pending) is dict
+        assert [key for key, _ in txn.items(b'r\x03', b'r\x04')] == \
+            [b'r\x03' + key for key in records]
+        assert type(txn._pending) is SortedDict     # that range holds pending writes
+    assert len(list(small_freeze.items())) == 41
+
+
+def test_a_short_hi_leaves_out_the_writes_that_start_with_it(tmp_path):
+    pytest.importorskip('plyvel')
+    with PlyvelEngine(tmp_path / 'db', create_if_missing=True) as eng:
+        with eng.begin(write=True) as txn:
+            txn.put(b'b1x', b'')
+            assert not txn._may_write_in(b'b0', b'b1') and not txn._may_write_in(None, b'')
+            assert txn._may_write_in(b'b0', b'b1\x00') and txn._may_write_in(b'b1', b'b2')
+            assert not txn._may_write_in(b'b2', b'b3') and not txn._may_write_in(b'b', b'b')
+            assert txn._may_write_in(b'c', None) and txn._may_write_in(b'a', b'b1')  # guesses:
+            assert txn._may_write_in(None, None)        # ranges over many prefixes
+
+
+LOG_CALLS = [pytest.param(writelog.PYTHON.LogCalls, id='pure'),
+             pytest.param(getattr(impl.compiled_module(), 'LogCalls', None), id='twin',
+                          marks=_NOT_BUILT)]
+
+
+@pytest.mark.parametrize('log_calls', LOG_CALLS)
+def test_the_log_calls_mark_the_head_cell_of_every_key_written(log_calls):
+    heads, pending = bytearray(writelog.HEADS), {}
+    calls = log_calls(pending, None, lambda key: None, 100, None, lambda: None,
+                      TOMBSTONE, heads)
+    calls.put(b'\x07a', b'1')
+    calls.put_many([(b'x1', b''), (b'y', b'2'), (b'x1z', b'')])
+    calls.delete(b'\xff')
+    calls.delete(b'x1')         # forgotten, not tombstoned: still marked
+    written = [b'\x07a', b'x1', b'y', b'\xff']
+    assert [i for i, cell in enumerate(heads) if cell] == \
+        sorted(writelog.head_cell(key) for key in written)
+    assert writelog.head_cell(b'y') == writelog.head_cell(b'y\x00') != writelog.head_cell(b'y\x01')
+    assert pending == {b'\x07a': b'1', b'y': b'2', b'x1z': b'', b'\xff': TOMBSTONE}
+
+
+_KEYS = st.binary(min_size=1, max_size=3).map(lambda b: bytes(b'\x00ab'[x % 3] for x in b))
+
+
+# Narrow ranges too, where a one-byte key and a bound ending in 0x00 meet.
+_BOUNDS = st.tuples(st.none() | _KEYS, st.none() | _KEYS) | _KEYS.flatmap(
+    lambda lo: st.tuples(st.just(lo), st.sampled_from(
+        [lo + b'\x00', lo + b'\x00\x00', lo[:1] + b'b', lo[:2] + b'\x00'])))
+
+
+@example(committed=[], bounds=(b'a', b'a\x00'), reverse=False, steps=[(True, b'a')],
+         freeze_at=1 << 17)
+@given(committed=st.lists(_KEYS, max_size=8), bounds=_BOUNDS,
+       reverse=st.booleans(),
+       steps=st.lists(st.none() | st.tuples(st.booleans(), _KEYS), max_size=16),
+       freeze_at=st.sampled_from([2, 1 << 17]))
+def test_writes_made_while_iterating_are_seen_past_the_last_key_yielded(
+        committed, bounds, reverse, steps, freeze_at):
+    """Model: each step yields the next key past the last one yielded, in the
+    data as it is then (committed data with the pending writes applied)."""
+    pytest.importorskip('plyvel')
+    lo, hi = bounds
+    directory = tempfile.mkdtemp()
+    old_freeze_at = writelog.FREEZE_AT
+    writelog.FREEZE_AT = freeze_at
+    try:
+        with PlyvelEngine(directory, create_if_missing=True) as eng:
+            model = {key: b'c' for key in committed}
+            for key in committed:
+                eng.put(key, b'c')
+            with eng.begin(write=True) as txn:
+                it = txn.items(lo, hi, reverse)
+                last = None
+                for step in steps + [None] * 12:
+                    if step is not None:
+                        put, key = step
+                        if put:
+                            txn.put(key, b'p')
+                            model[key] = b'p'
+                        else:
+                            txn.delete(key)
+                            model.pop(key, None)
+                        continue
+                    ahead = sorted((key for key in model
+                                    if (lo is None or key >= lo) and (hi is None or key < hi)
+                                    and (last is None or (key < last if reverse else key > last))),
+                                   reverse=reverse)
+                    got = next(it, None)
+                    assert got == ((ahead[0], model[ahead[0]]) if ahead else None)
+                    if got is None:
+                        break
+                    last = got[0]
+    finally:
+        writelog.FREEZE_AT = old_freeze_at
+        shutil.rmtree(directory)
 
 
 def test_aborting_drops_the_frozen_writes(small_freeze):

@@ -17,7 +17,7 @@ from centidb.engines.base import (
     _check_bounds,
 )
 from centidb.engines.paths import prepare_directory as _prepare_directory
-from centidb.engines.writelog import _CompactWriteLog, merge_overlay
+from centidb.engines.writelog import _CompactWriteLog
 from centidb.errors import (
     DatabaseLockedError,
     DatabaseNotFoundError,
@@ -314,10 +314,11 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
         return None
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
-        base = _plyvel_items(self._snapshot, lo, hi, reverse)
+        snapshot = self._snapshot
         if self._pending is None:
-            return base
-        return merge_overlay(self._sorted_writes(), base, lo, hi, reverse)
+            return _plyvel_items(snapshot, lo, hi, reverse)
+        return self._log_items(
+            lambda lo, hi: _plyvel_items(snapshot, lo, hi, reverse), lo, hi, reverse)
 
     def _item_chunks(self, lo: bytes | None, hi: bytes | None,
                      reverse: bool) -> Generator[list[Item], None, None]:

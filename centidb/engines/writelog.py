@@ -255,6 +255,35 @@ class _WriteLog(EngineTransaction):
         self._pending = self._fast_put_many = self._fast_put = None
 
 
+_first = operator.itemgetter(0)
+_first_two = operator.itemgetter(slice(0, 2))
+
+#: The number of cells of a :class:`LogCalls`' `heads`.
+HEADS = 1024
+# _may_write_in looks at most this many two-byte prefixes, then guesses yes.
+_MOST_PREFIXES = 64
+
+
+def _two_bytes(key: bytes) -> int:
+    """The first two bytes of a non-empty `key` as a number (a missing second byte counts as 0)."""
+    return key[0] << 8 | (key[1] if len(key) > 1 else 0)
+
+
+def _prefix_cell(prefix: int) -> int:
+    return ((prefix >> 8) * 37 + (prefix & 0xff)) & (HEADS - 1)
+
+
+def head_cell(key: bytes) -> int:
+    """The cell of a write log's `heads` that a write of the non-empty `key` sets.
+
+    It stands for the key's first two bytes, hashed: a cell left 0 means no
+    key starting with those bytes was written.
+
+    :param key: non-empty ``bytes``.
+    """
+    return _prefix_cell(_two_bytes(key))
+
+
 #: A :class:`_CompactWriteLog` freezes its dict into a segment when the dict
 #: holds this many keys.
 FREEZE_AT = 1 << 17
@@ -466,8 +495,10 @@ class LogCalls:
     one when it replaces its dict or first freezes. ``get`` keeps the last
     value it read from `committed`, which must always give the same value
     for a key (a snapshot), so that reading a record and writing it back
-    reads the database once. Twinned: compiled, each is a C method, not a
-    Python frame.
+    reads the database once. Every key written or deleted sets its cell of
+    `heads` (see :func:`head_cell`), so that an ordered read can tell that
+    no pending write falls in its range. Twinned: compiled, each is a C
+    method, not a Python frame.
 
     :param pending: the pending writes, a dict or a ``SortedDict`` (key ->
         value or `tombstone`).
@@ -477,16 +508,18 @@ class LogCalls:
     :param freeze: freezes `pending` (and empties it).
     :param deleted: called before the first `tombstone` is written.
     :param tombstone: :data:`TOMBSTONE`.
+    :param heads: :data:`HEADS` bytes, shared by the log's calls; a key
+        written sets ``heads[head_cell(key)]`` to 1.
     """
 
     def __init__(self, pending: MutableMapping[bytes, Any],
                  frozen_get: Callable[[bytes], Any] | None,
                  committed: Callable[[bytes], bytes | None], freeze_at: int,
                  freeze: Callable[[], object], deleted: Callable[[], object],
-                 tombstone: object) -> None:
+                 tombstone: object, heads: bytearray) -> None:
         self.pending, self.frozen_get, self.committed = pending, frozen_get, committed
         self.freeze_at, self.freeze, self.deleted = freeze_at, freeze, deleted
-        self.tombstone = tombstone
+        self.tombstone, self.heads = tombstone, heads
         self.last_key = b''     # never a key
         self.last_value: bytes | None = None
         self.noted = False      # whether deleted() was called
@@ -514,6 +547,7 @@ class LogCalls:
         """
         pending = self.pending
         pending[key] = value
+        self.heads[head_cell(key)] = 1
         if len(pending) >= self.freeze_at:
             self.freeze()
 
@@ -524,6 +558,9 @@ class LogCalls:
         """
         pending = self.pending
         pending.update(pairs)
+        heads = self.heads
+        for head in set(map(_first_two, map(_first, pairs))):
+            heads[head_cell(head)] = 1
         if len(pending) >= self.freeze_at:
             self.freeze()
 
@@ -533,6 +570,7 @@ class LogCalls:
         :param key: a non-empty ``bytes`` key.
         """
         pending = self.pending
+        self.heads[head_cell(key)] = 1
         # A frozen write of it may be older than the dict's: only a
         # tombstone hides it. Without one, a key written in this
         # transaction only is deleted by forgetting it.
@@ -566,18 +604,24 @@ class _CompactWriteLog(_WriteLog):
     current dict and frozen writes, made again by :meth:`_arm` when either
     is replaced; the checked methods check, then call them.
 
-    An ordered read (``items``, ``first``...) turns every pending write
-    back into objects in one :class:`~sortedcontainers.SortedDict`, as
-    :class:`_WriteLog` does; the transaction freezes nothing from then on.
+    An ordered read (``items``, ``first``...) of a range that a pending
+    write may fall in turns every pending write back into objects in one
+    :class:`~sortedcontainers.SortedDict`, as :class:`_WriteLog` does; the
+    transaction freezes nothing from then on. The log keeps which first
+    bytes the keys written start with (``_heads``): a range none of them
+    can fall in is read from the snapshot alone (:meth:`_log_items`), such
+    as a collection's records while ``add_index`` writes its entries.
     """
 
     _frozen: _FrozenWrites | None = None
     _freeze_at = FREEZE_AT
+    _heads: bytearray
 
     def _start_log(self) -> None:
         super()._start_log()
         self._frozen = None
         self._freeze_at = FREEZE_AT
+        self._heads = bytearray(HEADS)
         self._arm()
 
     def _arm(self) -> None:
@@ -586,7 +630,7 @@ class _CompactWriteLog(_WriteLog):
         pending: MutableMapping[bytes, Any] = self._pending  # type: ignore[assignment]
         calls = LogCalls(pending, None if frozen is None else frozen.get,
                          self._read_committed, self._freeze_at, self._freeze,
-                         self._deleted, TOMBSTONE)
+                         self._deleted, TOMBSTONE, self._heads)
         self._fast_get, self._fast_put = calls.get, calls.put
         self._fast_put_many, self._fast_delete = calls.put_many, calls.delete
 
@@ -628,6 +672,71 @@ class _CompactWriteLog(_WriteLog):
     def _delete(self, key: bytes) -> None:
         # Callers checked that this is an open write transaction.
         self._fast_delete(key)  # type: ignore[misc]
+
+    def _may_write_in(self, lo: bytes | None, hi: bytes | None) -> bool:
+        """False if no key in ``[lo, hi)`` was written in this transaction.
+
+        Judged by the first two bytes of the keys (see :func:`head_cell`),
+        so True may be wrong; a range over many two-byte prefixes is True.
+        """
+        first = _two_bytes(lo) if lo else 0
+        if hi is None:
+            last = 0xffff
+        elif len(hi) > 2 or (len(hi) == 2 and hi[1] == 0):
+            last = _two_bytes(hi)       # (the one-byte key hi[0] is below hi[0] + 0x00)
+        elif hi:
+            last = _two_bytes(hi) - 1   # keys below a short hi start lower
+        else:
+            return False
+        if last - first >= _MOST_PREFIXES:
+            return True
+        heads = self._heads
+        return any(heads[_prefix_cell(prefix)] for prefix in range(first, last + 1))
+
+    def _log_items(self, make_base: Callable[[bytes | None, bytes | None], ItemIterator],
+                   lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
+        """Iterate ``[lo, hi)`` with the pending writes applied.
+
+        While no pending write can fall in the range, the items come from
+        the snapshot alone; from the first write that may, the rest of the
+        range is merged with the pending writes.
+
+        :param make_base: ``make_base(lo, hi)`` iterates the snapshot over
+            ``[lo, hi)``, in this read's direction.
+        """
+        if self._may_write_in(lo, hi):
+            return merge_overlay(self._sorted_writes(), make_base(lo, hi), lo, hi, reverse)
+        return self._unless_written(make_base, lo, hi, reverse, self.writes)
+
+    def _unless_written(self, make_base: Callable[[bytes | None, bytes | None], ItemIterator],
+                        lo: bytes | None, hi: bytes | None, reverse: bool,
+                        writes: int) -> ItemIterator:
+        last = None     # the last key yielded
+        base = make_base(lo, hi)
+        try:
+            for item in base:
+                if self.writes != writes:
+                    writes = self.writes
+                    if self._pending is not None and self._may_write_in(lo, hi):
+                        break
+                yield item
+                last = item[0]
+            else:
+                # The snapshot has no more; a write since may have added some.
+                if (self.writes == writes or self._pending is None
+                        or not self._may_write_in(lo, hi)):
+                    return
+        finally:
+            close = getattr(base, 'close', None)
+            if close is not None:
+                close()
+        # A write may now fall anywhere past the last key yielded.
+        if last is not None:
+            if reverse:
+                hi = last
+            else:
+                lo = last + b'\x00'
+        yield from merge_overlay(self._sorted_writes(), make_base(lo, hi), lo, hi, reverse)
 
     def _freeze(self) -> None:
         first = self._frozen is None
