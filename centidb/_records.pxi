@@ -32,6 +32,14 @@ cdef inline object encode_value(encode, data):
     return encode(data)
 
 
+cdef inline tuple untracked(tuple items):
+    """`items`, which holds only bytes and such tuples, left out of the garbage
+    collector's lists: a long list of them costs no collection time (CPython
+    untracks such a tuple itself, but only once a collection has walked it)."""
+    PyObject_GC_UnTrack(<void *>items)
+    return items
+
+
 cdef inline tuple as_key(object value):
     """Mirrors centidb.records.as_key."""
     if type(value) is tuple:
@@ -236,11 +244,11 @@ cdef class RecordWriter:
                     self.too_long(key, key_bytes, entries)
             keys.append(key)
             if reads:
-                latest[key_bytes] = (value, entry_tail, tuple(entries))
+                latest[key_bytes] = untracked((value, entry_tail, untracked(tuple(entries))))
             else:
-                writes.append((key_bytes, value))
+                writes.append(untracked((key_bytes, value)))
                 for entry in entries:
-                    writes.append((entry, b''))
+                    writes.append(untracked((entry, b'')))
         get = fast_get_of(etxn)
         cdef bint fresh = not latest or etxn.first(min(latest), max(latest) + b'\x00') is None
         olds = iter(etxn.get_many(list(latest))) if get is None and not fresh else None
@@ -257,9 +265,9 @@ cdef class RecordWriter:
                     for entry in old_entries:
                         if entry not in keep:
                             stale.append(entry)
-            writes.append((key_bytes, value))
+            writes.append(untracked((key_bytes, value)))
             for entry in held:
-                writes.append((entry, b''))
+                writes.append(untracked((entry, b'')))
         for entry in stale:
             etxn.delete(entry)
         if writes:

@@ -52,6 +52,7 @@ cdef extern from "Python.h":
     void* PyUnicode_DATA(object)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+    void PyObject_GC_UnTrack(void *)
 
 #: The names this module provides, each the twin of the pure-Python name.
 TWINS = ('packs', 'unpacks', 'unpacks_list', 'index_entries', 'Record',
