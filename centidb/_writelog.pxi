@@ -212,26 +212,26 @@ cdef class LogCalls:
 
     def put(self, key, value):
         """Mirrors centidb.engines.writelog.LogCalls.put."""
+        self.mark(key)
         if self.table is not None:
             self.table[key] = value
         else:
             self.pending[key] = value
-        self.mark(key)
         if self.size() >= self.freeze_at:
             self.freeze()
 
     def put_many(self, pairs):
         """Mirrors centidb.engines.writelog.LogCalls.put_many."""
-        if self.table is not None:
-            self.table.update(pairs)
-        else:
-            self.pending.update(pairs)
         if type(pairs) is list:
             for pair in <list>pairs:
                 self.mark((<tuple>pair)[0] if type(pair) is tuple and len(<tuple>pair) == 2
                           else None)
         else:
             self.mark(None)
+        if self.table is not None:
+            self.table.update(pairs)
+        else:
+            self.pending.update(pairs)
         if self.size() >= self.freeze_at:
             self.freeze()
 

@@ -310,6 +310,11 @@ def test_the_log_calls_mark_the_head_cell_of_every_key_written(log_calls):
         sorted(writelog.head_cell(key) for key in written)
     assert writelog.head_cell(b'y') == writelog.head_cell(b'y\x00') != writelog.head_cell(b'y\x01')
     assert pending == {b'\x07a': b'1', b'y': b'2', b'x1z': b'', b'\xff': TOMBSTONE}
+    # Pairs it cannot read twice (not a list): every cell, to be safe.
+    heads = bytearray(writelog.HEADS)
+    log_calls({}, None, lambda key: None, 100, None, lambda: None, TOMBSTONE,
+              heads).put_many(iter([(b'a', b'')]))
+    assert all(heads)
 
 
 _KEYS = st.binary(min_size=1, max_size=3).map(lambda b: bytes(b'\x00ab'[x % 3] for x in b))

@@ -260,6 +260,7 @@ _first_two = operator.itemgetter(slice(0, 2))
 
 #: The number of cells of a :class:`LogCalls`' `heads`.
 HEADS = 1024
+_EVERY_CELL = b'\x01' * HEADS
 # _may_write_in looks at most this many two-byte prefixes, then guesses yes.
 _MOST_PREFIXES = 64
 
@@ -545,9 +546,9 @@ class LogCalls:
         :param key: a non-empty ``bytes`` key.
         :param value: the ``bytes`` value.
         """
+        self.heads[head_cell(key)] = 1     # first: a write marked and lost is harmless
         pending = self.pending
         pending[key] = value
-        self.heads[head_cell(key)] = 1
         if len(pending) >= self.freeze_at:
             self.freeze()
 
@@ -556,11 +557,14 @@ class LogCalls:
 
         :param pairs: a list of ``(bytes, bytes)``.
         """
+        heads = self.heads
+        if type(pairs) is list:
+            for head in set(map(_first_two, map(_first, pairs))):
+                heads[head_cell(head)] = 1
+        else:
+            heads[:] = _EVERY_CELL     # an iterator can be read once only
         pending = self.pending
         pending.update(pairs)
-        heads = self.heads
-        for head in set(map(_first_two, map(_first, pairs))):
-            heads[head_cell(head)] = 1
         if len(pending) >= self.freeze_at:
             self.freeze()
 
@@ -607,10 +611,11 @@ class _CompactWriteLog(_WriteLog):
     An ordered read (``items``, ``first``...) of a range that a pending
     write may fall in turns every pending write back into objects in one
     :class:`~sortedcontainers.SortedDict`, as :class:`_WriteLog` does; the
-    transaction freezes nothing from then on. The log keeps which first
-    bytes the keys written start with (``_heads``): a range none of them
-    can fall in is read from the snapshot alone (:meth:`_log_items`), such
-    as a collection's records while ``add_index`` writes its entries.
+    transaction freezes nothing from then on. The log keeps a cell per
+    first two bytes of the keys written (``_heads``, hashed): a range none
+    of them can fall in is read from the snapshot alone
+    (:meth:`_log_items`), such as a collection's records while
+    ``add_index`` writes its entries.
     """
 
     _frozen: _FrozenWrites | None = None
