@@ -20,7 +20,31 @@ cdef inline object fast_get_of(etxn):
     return etxn._fast_get
 
 
-cdef inline object writes_of(etxn):
+cdef inline object fast_put_of(etxn):
+    if isinstance(etxn, FastCalls):
+        return (<FastCalls>etxn)._fast_put
+    return etxn._fast_put
+
+
+cdef inline object fast_put_many_of(etxn):
+    if isinstance(etxn, FastCalls):
+        return (<FastCalls>etxn)._fast_put_many
+    return etxn._fast_put_many
+
+
+cdef inline object fast_delete_of(etxn):
+    if isinstance(etxn, FastCalls):
+        return (<FastCalls>etxn)._fast_delete
+    return etxn._fast_delete
+
+
+cdef inline object seek_cursor_of(etxn):
+    if isinstance(etxn, FastCalls):
+        return (<FastCalls>etxn)._seek_cursor
+    return etxn._seek_cursor
+
+
+cdef inline Py_ssize_t writes_of(etxn) except? -1:
     if isinstance(etxn, FastCalls):
         return (<FastCalls>etxn).writes
     return etxn.writes

@@ -20,10 +20,7 @@ cdef object checked_engine_txn(txns, txn_class, txn, bint write):
 
 cdef object put_many(etxn, list writes):
     """Mirrors centidb.fastpath.put_many."""
-    if isinstance(etxn, FastCalls):
-        fast_put_many = (<FastCalls>etxn)._fast_put_many
-    else:
-        fast_put_many = etxn._fast_put_many
+    fast_put_many = fast_put_many_of(etxn)
     if fast_put_many is None:
         etxn._put_many(writes)
     else:
@@ -36,10 +33,7 @@ cdef object put_many(etxn, list writes):
 
 cdef object put_one(etxn, bytes key, bytes value):
     """Mirrors centidb.fastpath.put_one."""
-    if isinstance(etxn, FastCalls):
-        fast_put = (<FastCalls>etxn)._fast_put
-    else:
-        fast_put = etxn._fast_put
+    fast_put = fast_put_of(etxn)
     if fast_put is None:
         put_many(etxn, [(key, value)])
     else:
@@ -52,10 +46,7 @@ cdef object put_one(etxn, bytes key, bytes value):
 
 cdef object delete_one(etxn, bytes key):
     """Mirrors centidb.fastpath.delete_one."""
-    if isinstance(etxn, FastCalls):
-        fast_delete = (<FastCalls>etxn)._fast_delete
-    else:
-        fast_delete = etxn._fast_delete
+    fast_delete = fast_delete_of(etxn)
     if fast_delete is None:
         etxn.delete(key)
     else:
@@ -68,10 +59,7 @@ cdef object delete_one(etxn, bytes key):
 
 cdef object first_key(etxn, bytes lo, bytes hi):
     """Mirrors centidb.fastpath.first_key."""
-    if isinstance(etxn, FastCalls):
-        cursor = (<FastCalls>etxn)._seek_cursor
-    else:
-        cursor = etxn._seek_cursor
+    cursor = seek_cursor_of(etxn)
     if cursor is None:
         found = etxn.first(lo, hi)
         return None if found is None else found[0]

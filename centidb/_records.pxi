@@ -422,7 +422,7 @@ cdef class RecordReader:
         cdef bint records = what < _INDEX_VALUES
         cdef dict fetched = None
         cdef int flag = self.batch_flag
-        cdef Py_ssize_t i, n
+        cdef Py_ssize_t i, n, writes
         if records and reverse and self.is_batch(etxn.first(hi, self.end)):
             yield from self._expanded(etxn, lo, hi, True, what)
             return
