@@ -65,15 +65,16 @@ def main():
         for run in range(args.runs):
             for engine in engines:
                 raw = benchy.RAW_OF[engine]
-                benchy.run_backend(raw, os.path.join(tmp, 'raw'), data, benchy.MODES,
-                                   times.setdefault(raw, {}), lambda: None)
+                benchy.run_once([raw], tmp, data, benchy.MODES,
+                                benchy.Recorder(times.setdefault(raw, {}), None,
+                                                lambda: None, None))
                 order = VARIANTS if run % 2 == 0 else VARIANTS[::-1]
                 for variant in order:
                     with patched(variant):
                         gc.collect()
-                        benchy.run_backend(engine, os.path.join(tmp, engine), data,
-                                           benchy.MODES, times.setdefault((engine, variant), {}),
-                                           lambda: None)
+                        benchy.run_once([engine], tmp, data, benchy.MODES,
+                                        benchy.Recorder(times.setdefault((engine, variant), {}),
+                                                        None, lambda: None, None))
             print(f'run {run + 1}/{args.runs} done', file=sys.stderr)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

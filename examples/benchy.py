@@ -75,6 +75,13 @@ its ``put_many +2 idx`` row repeats its ``insert +2 idx`` measurement, its
 batched rows its unbatched ones. The baselines a selected engine is compared
 with always run (ListEngine's include LmdbEngine).
 
+Each run takes the modes in the order above and, within a mode, every
+backend in turn (one backend later each run, so none always goes first), so
+that a change of the machine's load between two modes moves every backend's
+figure of a mode alike. Each backend's read store stays open from its load
+to the batched reads, and each pass of a read runs on every backend before
+the next pass.
+
 CPU-bound stores live on tmpfs (/dev/shm, when there is one), so disk
 writeback does not move the ratios; only the durable mode uses the disk.
 LevelDB stores, raw and centidb alike, are fully compacted before the reads
@@ -331,112 +338,177 @@ def check(backend, mode, value, expected):
     assert value == expected, (backend, mode, value, expected)
 
 
-def run_backend(backend, path, data, modes, times, step, *, sizes=None, durable_dir=None,
-                passes=PASSES, spent=None, verify=True):
-    """Run the selected modes once on fresh stores; append seconds to `times`.
+def own_modes(backend, modes):
+    """The selected modes `backend` measures, in table order.
 
-    With `sizes` (a dict), also record the bytes on disk of the stores in it.
-    The durable mode's store goes under `durable_dir` (default: beside `path`).
-    With `spent` (a dict), add to it the wall time of each mode, everything
-    since the previous mode's result included (setup, checks, sizes). With
-    `verify`, count every store's keys after each write (every read's result
-    is checked anyway).
+    A baseline measures its SAME_AS modes once, under the mode they repeat;
+    ListEngine has no durable mode.
     """
     wanted = [mode for mode in modes if not (mode == DURABLE and backend == 'ListEngine')]
-    baseline = backend not in ENGINES
-    todo = list(dict.fromkeys(SAME_AS.get(mode, mode) for mode in wanted)) if baseline else wanted
-    loads = [mode for mode in todo if mode in LOADS]
-    later = [mode for mode in todo if mode not in LOADS]
-    if later and READ_STORE not in loads:
-        loads.append(None)      # an untimed indexed load for the reads
+    if backend in ENGINES:
+        return wanted
+    return list(dict.fromkeys(SAME_AS.get(mode, mode) for mode in wanted))
 
-    clock = [time.perf_counter()]
 
-    def record(mode, seconds, size=None):
+def store_path(tmp, backend, slot):
+    """Where `backend`'s store for `slot` ('load' or 'read') lives under `tmp`."""
+    path = os.path.join(tmp, f'{backend.replace(" ", "-")}-{slot}')
+    return path + '.sqlite' if backend == SQLITE else path
+
+
+class Recorder:
+    """Collects the seconds (and sizes) of one run's measurements.
+
+    :param times: {(backend, mode): [seconds, ...]}, appended to.
+    :param sizes: {(backend, mode): bytes on disk}, or None to measure no size.
+    :param step: called once per measurement (the progress bar).
+    :param spent: {mode: wall seconds}, or None; each measurement adds the
+        wall time since the previous one (setup, checks and sizes included).
+    """
+
+    def __init__(self, times, sizes, step, spent):
+        self.times, self.sizes, self.step, self.spent = times, sizes, step, spent
+        self.clock = time.perf_counter()
+
+    def __call__(self, backend, mode, seconds, size=None):
         now = time.perf_counter()
-        if spent is not None:
-            spent[mode] = spent.get(mode, 0) + now - clock[0]
-        clock[0] = now
-        times.setdefault((backend, mode), []).append(seconds)
-        if sizes is not None and size is not None:
-            sizes[backend, mode] = size
-        step()
+        if self.spent is not None:
+            self.spent[mode] = self.spent.get(mode, 0) + now - self.clock
+        self.clock = now
+        self.times.setdefault((backend, mode), []).append(seconds)
+        if self.sizes is not None and size is not None:
+            self.sizes[backend, mode] = size
+        self.step()
 
-    for mode in loads:
-        indexed = mode is None or mode not in INSERTS or INSERTS[mode][1]
-        where = path if mode != DURABLE else os.path.join(
-            durable_dir or os.path.dirname(path), os.path.basename(path))
-        runner = BACKEND_CLASSES[backend](backend, where, data)
-        try:
-            runner.open(indexed, durable=mode == DURABLE)
-            gc.collect()
-            seconds = load(runner, mode, data)
-            if verify:
-                records = {DURABLE: data.durable_records,
-                           CHUNKED: data.chunked_records}.get(mode, data.records)
-                runner.check(len(records) * (3 if indexed else 1))
-            if mode is not None:
-                measure = sizes is not None and not (mode in INSERTS and INSERTS[mode][0])
-                record(mode, seconds, runner.size() if measure else None)
-            if mode == (READ_STORE if READ_STORE in loads else None):
-                use_store(runner, backend, data, later, record, sizes, passes,
-                          any(mode in BATCHED for mode in wanted), verify)
-        finally:
+
+def run_once(order, tmp, data, modes, record, *, durable_dir=None, passes=PASSES,
+             verify=True):
+    """One run of the selected modes, each on every backend of `order` in turn.
+
+    Mode by mode, so that a change of the machine's load between two modes
+    moves every backend's figure of a mode alike. Each load writes a fresh
+    store; each backend's read store (its ``insert +2 idx`` load, or an
+    untimed indexed load) stays open for the reads, the update and the
+    batched reads, and every pass of a read runs on every backend before the
+    next pass. Stores go under `tmp` (the durable ones under `durable_dir`,
+    default `tmp`). With `verify`, every store's keys are counted after each
+    write (every read's result is checked anyway).
+
+    :param record: a `Recorder`.
+    """
+    own = {backend: own_modes(backend, modes) for backend in order}
+    reading = [backend for backend in order if any(mode not in LOADS for mode in own[backend])]
+    untimed = [backend for backend in reading if READ_STORE not in own[backend]]
+    kept = {}
+    try:
+        for mode in [*LOADS, None]:
+            for backend in order:
+                if (backend in untimed) if mode is None else (mode in own[backend]):
+                    keep = backend in reading and mode in (READ_STORE, None)
+                    runner = load_store(backend, mode, data, record, verify,
+                                        store_path(durable_dir or tmp if mode == DURABLE
+                                                   else tmp, backend,
+                                                   'read' if keep else 'load'), keep)
+                    if keep:
+                        kept[backend] = runner
+        use_stores(kept, own, modes, data, record, passes, verify)
+    finally:
+        for runner in kept.values():
             runner.close()
-    if baseline:
-        for mode in wanted:
-            if mode in SAME_AS:
-                record(mode, times[backend, SAME_AS[mode]][-1],
-                       (sizes or {}).get((backend, SAME_AS[mode])))
+    for backend in order:
+        if backend not in ENGINES:
+            for mode in modes:
+                if mode in SAME_AS:
+                    record(backend, mode, record.times[backend, SAME_AS[mode]][-1],
+                           (record.sizes or {}).get((backend, SAME_AS[mode])))
 
 
-def use_store(runner, backend, data, modes, record, sizes, passes, sized, verify):
-    """The reads, the update and the batched reads on one loaded indexed store."""
-    settle = getattr(runner, 'settle', None)
-    if settle is not None:
-        # LevelDB: compact first, so no read competes with background
-        # compaction of the load (LMDB and sqlite3 have none).
-        settle()
-    calls = {'get by key': (runner.get_by_key, data.last_key),
-             'get by index': (runner.get_by_index, data.last_key),
-             'index range scan': (runner.range_scan, data.last_scanned),
-             'index ranges of 1000': (runner.ranges, data.range_last),
-             'full scan': (runner.full_scan, data.last_by_key),
-             'group counts': (runner.group_counts,
-                              (len(data.records), ((rev_location(data.last_scanned),), 1)))}
-    for mode in modes:
-        if mode in calls:
-            read, expected = calls[mode]
-            seconds, value = best_of(passes, read)
+def load_store(backend, mode, data, record, verify, path, keep):
+    """Run one load on a fresh store at `path`; return its runner if `keep`, else close it."""
+    indexed = mode is None or mode not in INSERTS or INSERTS[mode][1]
+    runner = BACKEND_CLASSES[backend](backend, path, data)
+    try:
+        runner.open(indexed, durable=mode == DURABLE)
+        gc.collect()
+        seconds = load(runner, mode, data)
+        if verify:
+            records = {DURABLE: data.durable_records,
+                       CHUNKED: data.chunked_records}.get(mode, data.records)
+            runner.check(len(records) * (3 if indexed else 1))
+        if mode is not None:
+            measure = record.sizes is not None and not (mode in INSERTS and INSERTS[mode][0])
+            record(backend, mode, seconds, runner.size() if measure else None)
+        if keep:
+            settle = getattr(runner, 'settle', None)
+            if settle is not None:
+                # LevelDB: compact now, so that neither a later load nor a
+                # read competes with this store's background compaction.
+                settle()
+            return runner
+    except BaseException:
+        runner.close()
+        raise
+    runner.close()
+    return None
+
+
+def take_turns(runners, passes, read, expected, mode, record, size=None):
+    """Time `read(runner)` on every runner in turn, `passes` times; record each one's best."""
+    best = {}
+    for _ in range(passes):
+        for backend, runner in runners.items():
+            gc.collect()
+            seconds, value = read(runner)
             check(backend, mode, value, expected)
-            record(mode, seconds)
-    current = data.current if UPDATE in modes else (lambda rec: rec)
-    if UPDATE in modes:
+            best[backend] = min(seconds, best.get(backend, seconds))
+    for backend, seconds in best.items():
+        record(backend, mode, seconds, None if size is None else size[backend])
+
+
+def use_stores(kept, own, modes, data, record, passes, verify):
+    """The reads, the update and the batched reads, each on every kept store in turn."""
+    reads = {'get by key': (lambda runner: runner.get_by_key(), data.last_key),
+             'get by index': (lambda runner: runner.get_by_index(), data.last_key),
+             'index range scan': (lambda runner: runner.range_scan(), data.last_scanned),
+             'index ranges of 1000': (lambda runner: runner.ranges(), data.range_last),
+             'full scan': (lambda runner: runner.full_scan(), data.last_by_key),
+             'group counts': (lambda runner: runner.group_counts(),
+                              (len(data.records), ((rev_location(data.last_scanned),), 1)))}
+
+    def having(mode):
+        return {backend: runner for backend, runner in kept.items() if mode in own[backend]}
+
+    for mode, (read, expected) in reads.items():
+        take_turns(having(mode), passes, read, expected, mode, record)
+    updated = having(UPDATE)
+    for backend, runner in updated.items():
         gc.collect()
         seconds = runner.update()
         if verify:
             runner.check(3 * len(data.records))
         moved = data.current(data.first_updated)
         check(backend, UPDATE, runner.check_update(rev_location(moved)), moved)
-        record(UPDATE, seconds)
-    if sizes is not None and sized:
-        size = runner.size(compact=True)
-        for mode in BATCHED.values():
+        record(backend, UPDATE, seconds)
+    current = data.current if updated else (lambda rec: rec)
+    if record.sizes is not None and any(mode in BATCHED for mode in modes):
+        for backend, runner in kept.items():
+            size = runner.size(compact=True)
             if size is not None:
-                sizes[backend, mode] = size
-    batched = [mode for mode in modes if mode in BATCHED]
-    if batched:
+                for mode in BATCHED.values():
+                    record.sizes[backend, mode] = size
+    batched = {backend: runner for backend, runner in kept.items()
+               if any(mode in BATCHED for mode in own[backend])}
+    sizes = {}
+    for backend, runner in batched.items():
         runner.batch()
         runner.settle()
-        size = runner.size(compact=True) if sizes is not None else None
-        calls = {'get by key batched': (lambda: runner.get_by_key(data.batched_keys),
-                                        current(data.last_batched)),
-                 'full scan batched': (runner.full_scan, current(data.last_by_key))}
-        for mode in batched:
-            read, expected = calls[mode]
-            seconds, value = best_of(passes, read)
-            check(backend, mode, value, expected)
-            record(mode, seconds, size)
+        sizes[backend] = runner.size(compact=True) if record.sizes is not None else None
+    reads = {'get by key batched': (lambda runner: runner.get_by_key(data.batched_keys),
+                                    current(data.last_batched)),
+             'full scan batched': (lambda runner: runner.full_scan(),
+                                   current(data.last_by_key))}
+    for mode, (read, expected) in reads.items():
+        take_turns(having(mode), passes, read, expected, mode, record, sizes)
 
 
 def rows(times, sizes, backends, modes, data):
@@ -722,14 +794,12 @@ def main():
                     if not (mode == DURABLE and backend == 'ListEngine'))
         with tqdm(total=total, file=err, unit='case', dynamic_ncols=True) as bar:
             for run in range(args.runs):
-                for backend in backends:
-                    bar.set_description(f'run {run + 1}/{args.runs} {backend}')
-                    path = os.path.join(tmp, backend.replace(' ', '-'))
-                    if backend == SQLITE:
-                        path += '.sqlite'
-                    run_backend(backend, path, data, modes, times, lambda: bar.update(1),
-                                sizes=sizes if run == 0 else None, durable_dir=durable,
-                                passes=args.passes, spent=spent, verify=run == 0)
+                bar.set_description(f'run {run + 1}/{args.runs}')
+                turn = run % len(backends)      # no backend always goes first
+                record = Recorder(times, sizes if run == 0 else None,
+                                  lambda: bar.update(1), spent)
+                run_once(backends[turn:] + backends[:turn], tmp, data, modes, record,
+                         durable_dir=durable, passes=args.passes, verify=run == 0)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.rmtree(durable, ignore_errors=True)
