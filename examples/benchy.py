@@ -76,11 +76,14 @@ batched rows its unbatched ones. The baselines a selected engine is compared
 with always run (ListEngine's include LmdbEngine).
 
 Each run takes the modes in the order above and, within a mode, every
-backend in turn (one backend later each run, so none always goes first), so
-that a change of the machine's load between two modes moves every backend's
-figure of a mode alike. Each backend's read store stays open from its load
-to the batched reads, and each pass of a read runs on every backend before
-the next pass.
+backend in turn (in table order, and in reverse every other run, so that
+none always goes first and each engine stays beside its raw loop): a change
+of the machine's load between two modes moves every backend's figure of a
+mode alike. Each backend's read store stays open from its load to the
+batched reads, and each pass of a read runs on every backend before the
+next pass. LevelDB stores are compacted (untimed) after the update, as
+every LevelDB store of a process shares one background thread: else one
+backend's compaction would delay the next backend's writes.
 
 CPU-bound stores live on tmpfs (/dev/shm, when there is one), so disk
 writeback does not move the ratios; only the durable mode uses the disk.
@@ -97,7 +100,8 @@ CSV on stdout, one row per (backend, mode): ``seconds`` is the median over
 compares a centidb row's records/s with the raw loop of the same engine
 (ListEngine: raw lmdb), ``ratio_vs_sqlite`` with sqlite3, and
 ``ratio_vs_lmdbengine`` a ListEngine row with LmdbEngine's; above 1 is
-faster. ``keys_written`` counts engine keys put (one per record plus one per
+faster. A ratio is the median over the runs of each run's ratio (not the
+ratio of the medians), as each run measures the two close together. ``keys_written`` counts engine keys put (one per record plus one per
 index entry; for the update, the record and its new rev_location entry);
 read rows leave keys_per_s empty. ``bytes_on_disk`` (from the first run):
 on the non-blind load rows, the store after the load (LMDB: data.mdb;
@@ -439,17 +443,26 @@ def load_store(backend, mode, data, record, verify, path, keep):
             measure = record.sizes is not None and not (mode in INSERTS and INSERTS[mode][0])
             record(backend, mode, seconds, runner.size() if measure else None)
         if keep:
-            settle = getattr(runner, 'settle', None)
-            if settle is not None:
-                # LevelDB: compact now, so that neither a later load nor a
-                # read competes with this store's background compaction.
-                settle()
+            settle(runner)
             return runner
     except BaseException:
         runner.close()
         raise
     runner.close()
     return None
+
+
+def settle(runner):
+    """Compact a LevelDB store fully, untimed (the others need nothing).
+
+    LevelDB compacts in a background thread that every store of the process
+    shares: without this, the compaction a backend's writes leave behind
+    would run during the next backend's measurement, and delay the flushes
+    of its writes (closing a store also waits for its running compaction).
+    """
+    settle = getattr(runner, 'settle', None)
+    if settle is not None:
+        settle()
 
 
 def take_turns(runners, passes, read, expected, mode, record, size=None):
@@ -489,6 +502,7 @@ def use_stores(kept, own, modes, data, record, passes, verify):
         moved = data.current(data.first_updated)
         check(backend, UPDATE, runner.check_update(rev_location(moved)), moved)
         record(backend, UPDATE, seconds)
+        settle(runner)
     current = data.current if updated else (lambda rec: rec)
     if record.sizes is not None and any(mode in BATCHED for mode in modes):
         for backend, runner in kept.items():
@@ -518,13 +532,14 @@ def rows(times, sizes, backends, modes, data):
     def count(backend, mode):
         return counts[SAME_AS.get(mode, mode) if backend not in ENGINES else mode]
 
-    rate = {(backend, mode): count(backend, mode)[0] / statistics.median(seconds)
-            for (backend, mode), seconds in times.items()}
-
     def ratio(backend, mode, other):
-        if other is None or other == backend or (other, mode) not in rate:
+        # The median of the runs' ratios: each run measured the two close
+        # together, so a slow drift of the machine's speed cancels out.
+        if other is None or other == backend or (other, mode) not in times:
             return ''
-        return f'{rate[backend, mode] / rate[other, mode]:.2f}'
+        mine, theirs = count(backend, mode)[0], count(other, mode)[0]
+        pairs = zip(times[backend, mode], times[other, mode], strict=True)
+        return f'{statistics.median(mine * t / (theirs * s) for s, t in pairs):.2f}'
 
     for backend in backends:
         for mode in modes:
@@ -795,10 +810,11 @@ def main():
         with tqdm(total=total, file=err, unit='case', dynamic_ncols=True) as bar:
             for run in range(args.runs):
                 bar.set_description(f'run {run + 1}/{args.runs}')
-                turn = run % len(backends)      # no backend always goes first
                 record = Recorder(times, sizes if run == 0 else None,
                                   lambda: bar.update(1), spent)
-                run_once(backends[turn:] + backends[:turn], tmp, data, modes, record,
+                # Every other run in reverse: no backend always goes first,
+                # and each engine stays beside its raw loop.
+                run_once(backends[::-1] if run % 2 else backends, tmp, data, modes, record,
                          durable_dir=durable, passes=args.passes, verify=run == 0)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
