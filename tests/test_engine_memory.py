@@ -118,3 +118,27 @@ def test_memory_engine_first_seeks_across_sublists():
                     if reverse:
                         want.reverse()
                     assert txn.first(lo, hi, reverse) == ((want[0], want[0]) if want else None)
+
+
+def test_memory_read_transaction_seek_cursor_reads_its_snapshot():
+    """The cursor seeks the keys as of begin(), before and after later commits, until the end."""
+    eng = MemoryEngine()
+    fill(eng, [(b'b', b'1'), (b'd', b'2')])
+    with eng.begin(write=True) as txn:
+        assert txn._seek_cursor is None     # seeks must see its pending writes
+    txn = eng.begin()
+    cursor = txn._seek_cursor
+    assert cursor.set_range(b'a') and cursor.key() == b'b'
+    assert cursor.set_range(b'c') and cursor.key() == b'd'
+    assert not cursor.set_range(b'e')
+    eng.put(b'c', b'3')         # later commits: a key added, one deleted
+    eng.delete(b'd')
+    assert cursor.set_range(b'c') and cursor.key() == b'd'
+    assert cursor.set_range(b'b') and cursor.key() == b'b'
+    assert not cursor.set_range(b'd\x00')
+    txn.abort()
+    assert txn._seek_cursor is None
+    with eng.begin() as fresh:
+        assert fresh._seek_cursor.set_range(b'b') and fresh._seek_cursor.key() == b'b'
+        assert fresh._seek_cursor.set_range(b'c') and fresh._seek_cursor.key() == b'c'
+        assert not fresh._seek_cursor.set_range(b'd')

@@ -247,6 +247,14 @@ class MemoryEngine(Engine):
                 return None if key is None else (key, self._values[key])
         return next(self._snapshot_items(version, lo, hi, reverse), None)
 
+    def _first_key(self, version: int, lo: bytes) -> bytes | None:
+        """Return the first key ``>= lo`` as of ``version``, or None (a seek cursor's step)."""
+        with self._lock:
+            if version == self._version:
+                return _seek(self._keys, lo)
+        found = next(self._snapshot_items(version, lo, None, False), None)
+        return None if found is None else found[0]
+
     def _register_reader(self) -> int:
         with self._lock:
             version = self._version
@@ -335,6 +343,33 @@ def _overlay_getter(pending: Mapping[bytes, _Pending], committed: _Getter) -> _G
     return get
 
 
+class _SeekCursor:
+    """A read transaction's ``_seek_cursor`` (see ``EngineTransaction``): seeks its snapshot.
+
+    :param engine: the :class:`MemoryEngine`.
+    :param version: the snapshot's version.
+    """
+
+    __slots__ = ('_first_key', '_version', '_key')
+
+    def __init__(self, engine: MemoryEngine, version: int) -> None:
+        self._first_key = engine._first_key
+        self._version = version
+        self._key = b''
+
+    def set_range(self, key: bytes) -> bool:
+        """Move to the first key ``>= key``; False if there is none."""
+        found = self._first_key(self._version, key)
+        if found is None:
+            return False
+        self._key = found
+        return True
+
+    def key(self) -> bytes:
+        """The key at the current position."""
+        return self._key
+
+
 class _MemoryReadTransaction(EngineTransaction):
     """A snapshot of a :class:`MemoryEngine` as of ``begin()``."""
 
@@ -344,6 +379,7 @@ class _MemoryReadTransaction(EngineTransaction):
         super().__init__(engine, False)
         self._version = engine._register_reader()
         self._fast_get = _snapshot_getter(engine, self._version)
+        self._seek_cursor = _SeekCursor(engine, self._version)
 
     def _get(self, key: bytes) -> bytes | None:
         value = self.engine._lookup(key, self._version)
@@ -369,7 +405,7 @@ class _MemoryReadTransaction(EngineTransaction):
         return self.engine._snapshot_chunks(self._version, lo, hi, reverse, False)
 
     def _commit(self) -> None:
-        self._fast_get = None
+        self._fast_get = self._seek_cursor = None
         self.engine._unregister_reader(self._version)
 
     _abort = _commit
