@@ -36,8 +36,8 @@ from centidb.keyformat import (
     TAG_ZERO, Desc, Key,
 )
 
-__all__ = ['packs', 'unpacks', 'unpacks_list', 'split_first', 'prefix_range', 'startswith_range',
-           'upper_bound',
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'split_first', 'decode_group', 'prefix_range',
+           'past_elements', 'startswith_range', 'upper_bound',
            'after_key', 'next_prefix', 'Desc', 'Key', 'IMPL']
 
 _INVERT = bytes(range(255, -1, -1))
@@ -471,6 +471,57 @@ def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
     return tuple(elements), 0
 
 
+def decode_group(data: bytes, prefix: bytes, size: int,
+                 parts: int) -> tuple[Key, int] | None:
+    """Decode the group of an engine key, for ``group_counts()``.
+
+    Every element is decoded (so checked), but only the first `size`
+    elements of the first key are kept. (Pure Python in both
+    implementations; the compiled ``count_groups`` has its own.)
+
+    :param data: the engine key (``bytes``), `prefix` then packed keys.
+    :param prefix: ``bytes`` that `data` must start with.
+    :param size: how many leading elements make the group.
+    :param parts: how many keys `data` must pack.
+    :returns: ``(group tuple, end)``, where ``data[:end]`` is
+        ``packs(group, prefix)`` (decoding accepts only the canonical
+        encoding); ``None`` if `data` does not start with `prefix`, is
+        corrupt or packs another number of keys.
+    """
+    if not data.startswith(prefix):
+        return None
+    elements: list[Any] = []
+    pos = len(prefix)
+    end = len(data)
+    stop = -1           # where the group's elements end, once known
+    keys = 1
+    inverted = None     # made once, on the first Desc element
+    try:
+        while pos < end:
+            tag = data[pos]
+            if tag == KEY_SEP:
+                if stop < 0:
+                    stop = pos
+                keys += 1
+                pos += 1
+                continue
+            if tag == TAG_DESC:
+                if inverted is None:
+                    inverted = data.translate(_INVERT)
+                value, pos = _decode_desc(data, inverted, pos)
+            else:
+                value, pos = _decode_element(data, pos)
+            if keys == 1 and len(elements) < size:
+                elements.append(value)
+                if len(elements) == size:
+                    stop = pos
+    except CorruptKeyError:
+        return None
+    if keys != parts:
+        return None
+    return tuple(elements), (end if stop < 0 else stop)
+
+
 def unpacks(data: bytes | bytearray | memoryview, prefix: bytes = b'') -> Key:
     """Decode bytes made by :func:`packs` back into a key tuple.
 
@@ -544,9 +595,18 @@ def prefix_range(key: object, prefix: bytes = b'') -> tuple[bytes, bytes | None]
         _check_prefix(prefix)
         return prefix, next_prefix(prefix)
     lo = packs(key, prefix)
-    # Whatever may follow a complete element (a tag, KEY_SEP, or the end)
-    # is below 0x80; a longer payload of the same element is 0x80 or above.
-    return lo, lo + _ELEMENT_END
+    return lo, past_elements(lo)
+
+
+def past_elements(data: bytes) -> bytes:
+    """Return the exclusive bound of every key whose first elements are packed in `data`.
+
+    :param data: packed elements (``packs(key, prefix)``), as ``bytes``.
+    :returns: ``bytes`` above `data` followed by anything that may follow
+        a complete element (a tag, ``KEY_SEP``, or the end: all below 0x80),
+        and below a longer payload of its last element (0x80 or above).
+    """
+    return data + _ELEMENT_END
 
 
 _ELEMENT_END = b'\x80'

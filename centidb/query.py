@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
-from centidb.errors import CorruptKeyError
 from centidb.keylib import Key
 from centidb.records import as_key
 from centidb.txn import Transaction, TxnManager
@@ -287,8 +286,9 @@ def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int, revers
 
     A group is the first `size` elements of the first key packed in an
     engine key (a shorter key is a group of its own). Only the first engine
-    key of each group is decoded; the next ones are compared with the
-    group's bound as bytes. Compiled twin in ``_query.pxi``.
+    key of each group is decoded (keeping the group's elements alone), and
+    the group's bound is cut from its own bytes; the next keys are compared
+    with the bound as bytes. Compiled twin in ``_query.pxi``.
 
     :param chunks: lists of engine keys, in key order (descending if
         `reverse`), as ``key_chunks`` yields them.
@@ -311,6 +311,8 @@ def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int, revers
     n = 0
     for chunk in chunks:
         for key_bytes in chunk:
+            if type(key_bytes) is not bytes:
+                raise TypeError(f'an engine key must be bytes, not {type(key_bytes).__name__!r}')
             if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
                 n += 1
                 continue
@@ -318,21 +320,19 @@ def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int, revers
                 groups.append((group, n))
                 if len(groups) == max:
                     return groups
-            try:
-                keys: list[Key] | None = keylib.unpacks_list(key_bytes, prefix)
-            except CorruptKeyError:
-                keys = None
-            if keys is None or len(keys) != parts:
+            found = keylib.decode_group(key_bytes, prefix, size, parts)
+            if found is None:
                 group = group_of(key_bytes, size)
+                head = keylib.packs(group, prefix)
             else:
-                group = keys[0][:size]
-            first, past = keylib.prefix_range(group, prefix)
+                group, end = found
+                head = key_bytes[:end]
             if reverse:
-                bound = first
+                bound = head
             elif len(group) < size:     # a short key: only itself (and its entries)
-                bound = keylib.after_key(first)
+                bound = keylib.after_key(head)
             else:
-                bound = past  # type: ignore[assignment]  # a non-empty group has one
+                bound = keylib.past_elements(head)
             n = 1
     if group is not None:
         groups.append((group, n))

@@ -538,7 +538,7 @@ def rows(times, sizes, backends, modes, data):
         if other is None or other == backend or (other, mode) not in times:
             return ''
         mine, theirs = count(backend, mode)[0], count(other, mode)[0]
-        pairs = zip(times[backend, mode], times[other, mode], strict=True)
+        pairs = zip(times[backend, mode], times[other, mode])
         return f'{statistics.median(mine * t / (theirs * s) for s, t in pairs):.2f}'
 
     for backend in backends:

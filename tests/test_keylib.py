@@ -508,3 +508,23 @@ def test_decoding_never_mutates_shared_byte_objects():
         assert keyorder.same_key(unpacks(packs(value)), (value,))
     assert all(bytes([i])[0] == i for i in range(256))
     assert packs(-1) == b'\x1a'
+
+
+@pytest.mark.parametrize('keys,size', [
+    ([('a', 1), (2,)], 1), ([('a', 1), (2,)], 2), ([('a', 1), (2,)], 3),
+    ([(keylib.Desc('x'), -1.5), ('r',)], 1), ([(), (1,)], 1)])
+def test_decode_group_keeps_the_group_and_where_it_ends(keys, size):
+    data = keylib.packs(keys, b'\x10')
+    group, end = keylib.decode_group(data, b'\x10', size, 2)
+    assert group == keys[0][:size]
+    assert data[:end] == keylib.packs(group, b'\x10')
+
+
+@pytest.mark.parametrize('data,parts', [
+    (keylib.packs([('a',), (1,)], b'\x10'), 3),     # another number of keys
+    (keylib.packs(('a',), b'\x10'), 2),
+    (keylib.packs([('a',), (1,)], b'\x11'), 2),     # another prefix
+    (keylib.packs([('a',), (1,)], b'\x10')[:-1], 2),    # truncated record key
+    (b'\x10\x7f', 1)])                              # unknown tag
+def test_decode_group_refuses_what_unpacks_list_refuses(data, parts):
+    assert keylib.decode_group(data, b'\x10', 1, parts) is None
