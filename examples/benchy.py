@@ -409,10 +409,10 @@ def run_once(order, tmp, data, modes, record, *, durable_dir=None, passes=PASSES
             for backend in order:
                 if (backend in untimed) if mode is None else (mode in own[backend]):
                     keep = backend in reading and mode in (READ_STORE, None)
+                    where = (durable_dir or tmp) if mode == DURABLE else tmp
                     runner = load_store(backend, mode, data, record, verify,
-                                        store_path(durable_dir or tmp if mode == DURABLE
-                                                   else tmp, backend,
-                                                   'read' if keep else 'load'), keep)
+                                        store_path(where, backend, 'read' if keep else 'load'),
+                                        keep)
                     if keep:
                         kept[backend] = runner
         use_stores(kept, own, modes, data, record, passes, verify)
@@ -515,7 +515,7 @@ def use_stores(kept, own, modes, data, record, passes, verify):
     sizes = {}
     for backend, runner in batched.items():
         runner.batch()
-        runner.settle()
+        settle(runner)
         sizes[backend] = runner.size(compact=True) if record.sizes is not None else None
     reads = {'get by key batched': (lambda runner: runner.get_by_key(data.batched_keys),
                                     current(data.last_batched)),
