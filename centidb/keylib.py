@@ -488,38 +488,17 @@ def decode_group(data: bytes, prefix: bytes, size: int,
         encoding); ``None`` if `data` does not start with `prefix`, is
         corrupt or packs another number of keys.
     """
-    if not data.startswith(prefix):
-        return None
-    elements: list[Any] = []
-    pos = len(prefix)
-    end = len(data)
-    stop = -1           # where the group's elements end, once known
-    keys = 1
-    inverted = None     # made once, on the first Desc element
     try:
-        while pos < end:
-            tag = data[pos]
-            if tag == KEY_SEP:
-                if stop < 0:
-                    stop = pos
-                keys += 1
-                pos += 1
-                continue
-            if tag == TAG_DESC:
-                if inverted is None:
-                    inverted = data.translate(_INVERT)
-                value, pos = _decode_desc(data, inverted, pos)
-            else:
-                value, pos = _decode_element(data, pos)
-            if keys == 1 and len(elements) < size:
-                elements.append(value)
-                if len(elements) == size:
-                    stop = pos
+        first, past = split_first(data, prefix)
+        rest = _decode_keys(data[past:], b'') if past else []
     except CorruptKeyError:
         return None
-    if keys != parts:
+    if 1 + len(rest) != parts:
         return None
-    return tuple(elements), (end if stop < 0 else stop)
+    group = first[:size]
+    if len(group) < len(first):
+        return group, len(packs(group, prefix))
+    return group, (past - 1 if past else len(data))
 
 
 def unpacks(data: bytes | bytearray | memoryview, prefix: bytes = b'') -> Key:
