@@ -50,7 +50,8 @@ cdef inline tuple as_key(object value):
 cdef class Record:
     """Mirrors centidb.records.Record."""
 
-    cdef public object coll, data, key, _stored, _entries, _indexes
+    cdef public object coll, data, key, _stored, _entries, _indexes, _read_in
+    cdef public Py_ssize_t _read_at
 
     def __init__(self, coll, data, key=None, _stored=None, _entries=None,
                  _indexes=None):
@@ -60,6 +61,8 @@ cdef class Record:
         self._stored = _stored
         self._entries = _entries
         self._indexes = _indexes
+        self._read_in = None
+        self._read_at = -1
 
     def __repr__(self):
         name = self.coll.name if self.coll is not None else None
@@ -74,8 +77,9 @@ cdef class Record:
     __hash__ = None
 
 
-cdef Record new_record(coll, data, key, stored, entries, indexes):
-    """Record(coll, data, key, stored, entries, indexes) without the call."""
+cdef Record new_record(coll, data, key, stored, entries, indexes, etxn):
+    """Record(coll, data, key, stored, entries, indexes) without the call, seen in `etxn`
+    (mirrors centidb.records._seen)."""
     cdef Record record = Record.__new__(Record)
     record.coll = coll
     record.data = data
@@ -83,6 +87,8 @@ cdef Record new_record(coll, data, key, stored, entries, indexes):
     record._stored = stored
     record._entries = entries
     record._indexes = indexes
+    record._read_in = etxn
+    record._read_at = writes_of(etxn)
     return record
 
 
@@ -139,18 +145,29 @@ cdef class RecordWriter:
         cdef Py_ssize_t limit
         cdef bytes key_bytes, value, entry_tail, entry
         cdef list entries, writes
-        cdef bint too_long
+        cdef bint too_long, from_record = False
+        cdef Record typed
+        cdef Py_ssize_t read_at = -1
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
         if not self.usable or self.counted:
             return None
-        read = None
-        if type(data) is Record or type(data) is self.record_class:
-            read = data
-            if read.coll is not self.coll or read._indexes is not self.indexes:
+        # A Record's state, read from C fields (or, for a pure one, attributes).
+        read_key = read_stored = read_entries = read_in = None
+        if type(data) is Record:
+            typed = <Record>data
+            if typed.coll is not self.coll or typed._indexes is not self.indexes:
                 return None
-            data = read.data
-            if key is None:
-                key = read.key
+            from_record = True
+            read_key, read_stored, read_entries = typed.key, typed._stored, typed._entries
+            read_in, read_at, data = typed._read_in, typed._read_at, typed.data
+        elif type(data) is self.record_class:
+            if data.coll is not self.coll or data._indexes is not self.indexes:
+                return None
+            from_record = True
+            read_key, read_stored, read_entries = data.key, data._stored, data._entries
+            read_in, read_at, data = data._read_in, data._read_at, data.data
+        if from_record and key is None:
+            key = read_key
         if key is None:
             if self.key_func is None:
                 return None
@@ -176,18 +193,23 @@ cdef class RecordWriter:
                 self.too_long(key, key_bytes, entries)
         old = None
         if not blind and self.indexes:
-            get = fast_get_of(etxn)
-            old = etxn.get(key_bytes) if get is None else get(key_bytes)
+            if (read_in is etxn and read_at == writes_of(etxn) and read_stored is not None
+                    and (read_key is key or read_key == key)):
+                old = read_stored       # nothing was written in etxn since it was read
+            else:
+                get = fast_get_of(etxn)
+                old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
             put_one(etxn, key_bytes, value)
-            return new_record(self.coll, data, key, value, entries, self.indexes)
+            return new_record(self.coll, data, key, value, entries, self.indexes, etxn)
         writes = [(key_bytes, value)]
         if old is None:
             for entry in entries:
                 writes.append((entry, b''))
         else:
-            if read is not None and read.key == key and read._stored == old:
-                old_entries = read._entries
+            if (from_record and (read_key is key or read_key == key)
+                    and (read_stored is old or read_stored == old)):
+                old_entries = read_entries
             else:
                 old_entries = self.stored_entries(old, entry_tail)
             had = old_entries if len(old_entries) <= _FEW else set(old_entries)
@@ -199,7 +221,7 @@ cdef class RecordWriter:
                 if entry not in had:
                     writes.append((entry, b''))
         put_many(etxn, writes)
-        return new_record(self.coll, data, key, value, entries, self.indexes)
+        return new_record(self.coll, data, key, value, entries, self.indexes, etxn)
 
     def write_many(self, etxn, list datas, bint blind, first_id):
         """Mirrors centidb.records.RecordWriter.write_many."""
@@ -386,7 +408,7 @@ cdef class RecordReader:
         data = self.decode_stored(key_bytes, stored)
         entries = entries_of(
             self.specs, data, _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):])
-        return new_record(self.coll, data, key, stored, entries, self.indexes)
+        return new_record(self.coll, data, key, stored, entries, self.indexes, etxn)
 
     cdef object read(self, etxn, bytes key_bytes):
         stored = self.stored(etxn, key_bytes)

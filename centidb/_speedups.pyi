@@ -66,6 +66,8 @@ class Record:
     _stored: bytes | None
     _entries: list[bytes] | None
     _indexes: tuple[object, ...] | None
+    _read_in: object
+    _read_at: int
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __init__(self, coll: Any, data: Any, key: Key | None = None,
                  _stored: bytes | None = None, _entries: list[bytes] | None = None,

@@ -62,7 +62,11 @@ class Record:
     remembers the stored bytes and index entries, so that a later ``put()``
     of it can skip decoding the old version when the store still holds
     exactly what was read. The arguments are kept as attributes of the same
-    names; the ones starting with ``_`` are that private state.
+    names; the ones starting with ``_`` are that private state. So are
+    ``_read_in``, the engine transaction it was read or written in, and
+    ``_read_at``, that transaction's ``writes`` count then: while both still
+    hold, ``put()`` takes ``_stored`` for the stored version without reading
+    it again (nothing was written in the transaction since).
 
     :param coll: the collection the record belongs to.
     :param data: the record's value.
@@ -70,7 +74,8 @@ class Record:
         stored.
     """
 
-    __slots__ = ('coll', 'data', 'key', '_stored', '_entries', '_indexes')
+    __slots__ = ('coll', 'data', 'key', '_stored', '_entries', '_indexes', '_read_in',
+                 '_read_at')
 
     def __init__(self, coll: Any, data: Any, key: Key | None = None,
                  _stored: bytes | None = None, _entries: list[bytes] | None = None,
@@ -81,6 +86,8 @@ class Record:
         self._stored = _stored
         self._entries = _entries      # index entries of the stored version
         self._indexes = _indexes      # the index set _entries was made for
+        self._read_in: object = None
+        self._read_at = -1
 
     def __repr__(self) -> str:
         name = self.coll.name if self.coll is not None else None
@@ -93,6 +100,13 @@ class Record:
                 and self.data == other.data)
 
     __hash__ = None     # type: ignore[assignment]  # compared by value: unhashable
+
+
+def _seen(record: Record, etxn: EngineTransaction) -> Record:
+    """Note on `record` that its ``_stored`` is what `etxn` holds now; return it."""
+    record._read_in = etxn
+    record._read_at = etxn.writes
+    return record
 
 
 def index_entries(specs: tuple[IndexSpec, ...], data: Any, tail: bytes) -> list[bytes]:
@@ -255,12 +269,16 @@ class RecordWriter:
             self.too_long(key, key_bytes, entries)
         old = None
         if not blind and self.indexes:
-            # Every key is within the engine's limit now: the unchecked getter is safe.
-            get = etxn._fast_get
-            old = etxn.get(key_bytes) if get is None else get(key_bytes)
+            if (read is not None and read._read_in is etxn and read._read_at == etxn.writes
+                    and read._stored is not None and read.key == key):
+                old = read._stored      # nothing was written in etxn since it was read
+            else:
+                # Every key is within the engine's limit now: the unchecked getter is safe.
+                get = etxn._fast_get
+                old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
             put_one(etxn, key_bytes, value)
-            return Record(self.coll, data, key, value, entries, self.indexes)
+            return _seen(Record(self.coll, data, key, value, entries, self.indexes), etxn)
         writes = [(key_bytes, value)]
         if old is None:
             writes += [(entry, _EMPTY) for entry in entries]
@@ -278,7 +296,7 @@ class RecordWriter:
             # Entries the old version has too are stored already.
             writes += [(entry, _EMPTY) for entry in entries if entry not in had]
         put_many(etxn, writes)
-        return Record(self.coll, data, key, value, entries, self.indexes)
+        return _seen(Record(self.coll, data, key, value, entries, self.indexes), etxn)
 
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
                    first_id: int | None) -> list[Key] | None:
@@ -485,7 +503,7 @@ class RecordReader:
             return default
         data = self._decoded(key_bytes, stored)
         entries = index_entries(self.specs, data, ENTRY_SEP + key_bytes[len(self.prefix):])
-        return Record(self.coll, data, key, stored, entries, self.indexes)
+        return _seen(Record(self.coll, data, key, stored, entries, self.indexes), etxn)
 
     def _read(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         stored = self._stored(etxn, key_bytes)

@@ -14,6 +14,7 @@ import pytest
 import centidb
 from centidb import encodings, keylib
 from centidb.encodings import Encoder, make_json_encoder
+from centidb.engines import MemoryEngine, TraceEngine
 from centidb.errors import CorruptRecordError, TransactionError, UnsupportedKeyTypeError
 
 from stores import (
@@ -170,6 +171,43 @@ def test_record_whose_stored_version_changed_since_its_read_decodes_the_new_one(
         assert coll.put(record, txn=txn).key == (1,)
     assert list(index.pairs()) == [(('z',), (1,))]
     assert coll.get(1) == {'k': 1, 't': 'z'}
+
+
+def test_put_of_a_record_read_in_its_transaction_reads_it_no_more():
+    """A Record read (or returned by put) in a transaction that has written
+    nothing since holds what the store holds: put() of it skips reading the
+    stored version again. After any write in between, or in another
+    transaction, it reads it; the index ends right either way."""
+    engine = TraceEngine(MemoryEngine())
+    store = centidb.Store(engine)
+    coll = store.collection('c', key_func=lambda r: r['k'])
+    index = coll.add_index('t', lambda r: r['t'])
+    coll.put({'k': 1, 't': 'a'})
+    coll.put({'k': 2, 't': 'b'})
+
+    def put_reads(record, tag, txn):
+        record.data['t'] = tag
+        before = engine.counts['txn.get']
+        record = coll.put(record, txn=txn)
+        return record, engine.counts['txn.get'] - before
+
+    with store.begin(write=True) as txn:
+        record = coll.get(1, rec=True, txn=txn)
+        record, reads = put_reads(record, 'c', txn)
+        assert reads == 0
+        record, reads = put_reads(record, 'd', txn)     # the Record put returned
+        assert reads == 0
+        coll.put({'k': 1, 't': 'e'}, txn=txn)           # written since
+        record, reads = put_reads(record, 'f', txn)
+        assert reads == 1
+        coll.put({'k': 2, 't': 'g'}, txn=txn)           # another record written since
+        record, reads = put_reads(record, 'h', txn)
+        assert reads == 1
+    with store.begin(write=True) as txn:
+        record, reads = put_reads(record, 'i', txn)
+        assert reads == 1
+    assert list(index.pairs()) == [(('g',), (2,)), (('i',), (1,))]
+    assert coll.get(1) == {'k': 1, 't': 'i'}
 
 
 def test_record_from_another_collection_does_not_skip_the_old_read(store):
