@@ -44,6 +44,15 @@ cdef object put_one(etxn, bytes key, bytes value):
             etxn._put_many_failed(exc, [(key, value)])
 
 
+cdef object replace_one(etxn, replace, bytes key, bytes value):
+    """Mirrors centidb.fastpath.replace_one, `replace` being etxn's _fast_replace."""
+    add_writes(etxn, 1)
+    try:
+        return replace(key, value)
+    except Exception as exc:
+        etxn._put_many_failed(exc, [(key, value)])
+
+
 cdef object delete_one(etxn, bytes key):
     """Mirrors centidb.fastpath.delete_one."""
     fast_delete = fast_delete_of(etxn)

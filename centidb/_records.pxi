@@ -192,17 +192,24 @@ cdef class RecordWriter:
             if too_long:
                 self.too_long(key, key_bytes, entries)
         old = None
+        cdef bint replaced = False
         if not blind and self.indexes:
             if (read_in is etxn and read_at == writes_of(etxn) and read_stored is not None
                     and (read_key is key or read_key == key)):
                 old = read_stored       # nothing was written in etxn since it was read
             else:
-                get = fast_get_of(etxn)
-                old = etxn.get(key_bytes) if get is None else get(key_bytes)
+                replace = fast_replace_of(etxn)
+                if replace is not None:
+                    old = replace_one(etxn, replace, key_bytes, value)
+                    replaced = True
+                else:
+                    get = fast_get_of(etxn)
+                    old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
-            put_one(etxn, key_bytes, value)
+            if not replaced:
+                put_one(etxn, key_bytes, value)
             return new_record(self.coll, data, key, value, entries, self.indexes, etxn)
-        writes = [(key_bytes, value)]
+        writes = [] if replaced else [(key_bytes, value)]
         if old is None:
             for entry in entries:
                 writes.append((entry, b''))
@@ -211,7 +218,12 @@ cdef class RecordWriter:
                     and (read_stored is old or read_stored == old)):
                 old_entries = read_entries
             else:
-                old_entries = self.stored_entries(old, entry_tail)
+                try:
+                    old_entries = self.stored_entries(old, entry_tail)
+                except BaseException:
+                    if replaced:
+                        put_one(etxn, key_bytes, old)
+                    raise
             had = old_entries if len(old_entries) <= _FEW else set(old_entries)
             has = entries if len(entries) <= _FEW else set(entries)
             for entry in old_entries:
@@ -220,7 +232,8 @@ cdef class RecordWriter:
             for entry in entries:
                 if entry not in had:
                     writes.append((entry, b''))
-        put_many(etxn, writes)
+        if writes:
+            put_many(etxn, writes)
         return new_record(self.coll, data, key, value, entries, self.indexes, etxn)
 
     def write_many(self, etxn, list datas, bint blind, first_id):

@@ -220,6 +220,7 @@ class FastCalls:
     _fast_get: Callable[[bytes], bytes | None] | None
     _fast_put_many: Callable[[list[tuple[bytes, bytes]]], object] | None
     _fast_put: Callable[[bytes, bytes], object] | None
+    _fast_replace: Callable[[bytes, bytes], bytes | None] | None
     _fast_delete: Callable[[bytes], object] | None
     _seek_cursor: SeekCursor | None
 

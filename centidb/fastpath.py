@@ -1,7 +1,8 @@
 """Fast paths: an engine transaction's unchecked calls, used when it offers them.
 
 An :class:`~centidb.engines.EngineTransaction` may offer ``_fast_get``,
-``_fast_put_many``, ``_fast_put``, ``_fast_delete`` and ``_seek_cursor``
+``_fast_put_many``, ``_fast_put``, ``_fast_replace``, ``_fast_delete`` and
+``_seek_cursor``
 (see :mod:`centidb.engines.base`): calls that skip its argument and state
 checks. The functions here use one when it is there and the checked method
 when it is not, and keep the transaction's ``writes`` count; the callers
@@ -18,7 +19,8 @@ from centidb.engines import EngineTransaction
 from centidb.engines.base import Item
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['checked_engine_txn', 'put_many', 'put_one', 'delete_one', 'first_key']
+__all__ = ['checked_engine_txn', 'put_many', 'put_one', 'replace_one', 'delete_one',
+           'first_key']
 
 _EMPTY = b''
 
@@ -77,6 +79,21 @@ def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
             fast_put(key, value)
         except Exception as exc:
             etxn._put_many_failed(exc, [(key, value)])
+
+
+def replace_one(etxn: EngineTransaction, key: bytes, value: bytes) -> bytes | None:
+    """Write one checked pair through ``_fast_replace``, which `etxn` must offer.
+
+    :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param key: the key bytes.
+    :param value: the value bytes.
+    :returns: the value `key` held before, or None.
+    """
+    etxn.writes += 1
+    try:
+        return etxn._fast_replace(key, value)  # type: ignore[misc]  # the caller checked
+    except Exception as exc:
+        etxn._put_many_failed(exc, [(key, value)])
 
 
 def delete_one(etxn: EngineTransaction, key: bytes) -> None:

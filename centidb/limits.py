@@ -180,6 +180,7 @@ class _HeldWrites:
 
     _fast_put_many = None
     _fast_put = None
+    _fast_replace = None
     _fast_delete = None
     _seek_cursor = None
 

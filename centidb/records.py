@@ -25,7 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
 
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
-from centidb.fastpath import checked_engine_txn, delete_one, first_key, put_many, put_one
+from centidb.fastpath import (
+    checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
+)
 from centidb.engines.base import Item
 from centidb.errors import CentiError, CorruptKeyError
 from centidb.keyformat import KEY_SEP
@@ -268,25 +270,36 @@ class RecordWriter:
                                   or any(len(entry) > limit for entry in entries)):
             self.too_long(key, key_bytes, entries)
         old = None
+        replaced = False    # the record is written already; old is what it replaced
         if not blind and self.indexes:
             if (read is not None and read._read_in is etxn and read._read_at == etxn.writes
                     and read._stored is not None and read.key == key):
                 old = read._stored      # nothing was written in etxn since it was read
+            elif etxn._fast_replace is not None:
+                # Every user function has run: one lookup reads and writes.
+                old = replace_one(etxn, key_bytes, value)
+                replaced = True
             else:
                 # Every key is within the engine's limit now: the unchecked getter is safe.
                 get = etxn._fast_get
                 old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
-            put_one(etxn, key_bytes, value)
+            if not replaced:
+                put_one(etxn, key_bytes, value)
             return _seen(Record(self.coll, data, key, value, entries, self.indexes), etxn)
-        writes = [(key_bytes, value)]
+        writes = [] if replaced else [(key_bytes, value)]
         if old is None:
             writes += [(entry, _EMPTY) for entry in entries]
         else:
             if read is not None and read.key == key and read._stored == old:
                 old_entries = read._entries
             else:
-                old_entries = self.old_entries(old, entry_tail)
+                try:
+                    old_entries = self.old_entries(old, entry_tail)
+                except BaseException:
+                    if replaced:
+                        put_one(etxn, key_bytes, old)   # the old version back: nothing written
+                    raise
             # Most records have a few entries: a list is then cheaper than a set.
             had = old_entries if len(old_entries) <= _FEW else set(old_entries)
             has = entries if len(entries) <= _FEW else set(entries)
@@ -295,7 +308,8 @@ class RecordWriter:
                     delete_one(etxn, entry)
             # Entries the old version has too are stored already.
             writes += [(entry, _EMPTY) for entry in entries if entry not in had]
-        put_many(etxn, writes)
+        if writes:
+            put_many(etxn, writes)
         return _seen(Record(self.coll, data, key, value, entries, self.indexes), etxn)
 
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,

@@ -45,6 +45,7 @@ class Savepoint:
     _fast_get = None
     _fast_put_many = None
     _fast_put = None
+    _fast_replace = None
     _fast_delete = None
 
     def __init__(self, etxn: EngineTransaction, what: str = 'these writes') -> None:

@@ -687,6 +687,33 @@ def test_malformed_stored_values_raise_centidb_errors(store, stored, why):
     assert coll.get(1) == {'k': 1, 'tag': 'b'}
 
 
+def test_put_whose_old_version_cannot_be_indexed_or_decoded_writes_nothing(store):
+    """Finding the stale entries indexes the stored version (LMDB reads it by
+    replacing it with the new one, so it puts it back): when that raises, the
+    put writes nothing, alone or inside a transaction that goes on."""
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    failing = []
+
+    def tag(rec):
+        if failing and rec['tag'] == 'old':
+            raise Boom('the old version')
+        return rec['tag']
+
+    index = coll.add_index('tag', tag)
+    coll.put({'k': 1, 'tag': 'old'})
+    failing.append(True)
+    fails_cleanly(store, Boom, lambda: coll.put({'k': 1, 'tag': 'new'}))
+    with store.begin(write=True) as txn:
+        with pytest.raises(Boom):
+            coll.put({'k': 1, 'tag': 'new'}, txn=txn)
+        assert coll.get(1, txn=txn) == {'k': 1, 'tag': 'old'}
+        coll.put({'k': 2, 'tag': 'two'}, txn=txn)
+    assert coll.get(1) == {'k': 1, 'tag': 'old'}
+    assert list(index.pairs()) == [(('old',), (1,)), (('two',), (2,))]
+    store.engine.put(keylib.packs((2,), coll.prefix), b'\x04\xc1')
+    fails_cleanly(store, CorruptRecordError, lambda: coll.put({'k': 2, 'tag': 'b'}))
+
+
 def test_put_over_an_undecodable_record_names_its_key():
     """Finding a stored record's stale entries decodes it: on the common-case
     writer and with packer=, the error names the collection and the key."""

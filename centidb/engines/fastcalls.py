@@ -57,6 +57,12 @@ class FastCalls:
     #: with the list of that pair, to ``_put_many_failed``. ``None``: use
     #: ``_put_many``.
     _fast_put: Callable[[bytes, bytes], object] | None = None
+    #: Likewise a callable ``(key, value)`` that stores one pair with no
+    #: checks and returns the value it replaced, or None, in one lookup of
+    #: the key; the caller adds 1 to ``writes`` and passes any exception, with
+    #: the list of that pair, to ``_put_many_failed``. ``None``: read, then
+    #: write.
+    _fast_replace: Callable[[bytes, bytes], bytes | None] | None = None
     #: Likewise a callable ``(key)`` that deletes one key with no checks,
     #: its exception passed with ``[(key, b'')]``. ``None``: use ``delete``.
     _fast_delete: Callable[[bytes], object] | None = None

@@ -459,6 +459,7 @@ class _LmdbTransaction(EngineTransaction):
             # _put_many, which may append.
             self._fast_put_many = self._putmulti
             self._fast_put = self._shared_cursor().put
+            self._fast_replace = self._shared_cursor().replace
             self._fast_delete = txn.delete
 
     def _shared_cursor(self) -> lmdb.Cursor[bytes]:
@@ -662,7 +663,7 @@ class _LmdbTransaction(EngineTransaction):
             # None once ended: every method checks the state before using _txn.
             self._txn = None  # type: ignore[assignment]
             self._cursor = self._fast_get = self._fast_put_many = self._fast_put = None
-            self._fast_delete = self._seek_cursor = None
+            self._fast_replace = self._fast_delete = self._seek_cursor = None
             self._putmulti = None  # type: ignore[assignment]  # used only while open
             self.engine._release_active()
 
