@@ -7,7 +7,9 @@ OP is one of ``scan`` (every record decoded), ``range`` (20 index ranges of
 ``update`` (5,000 records change their indexed field, a commit per 1,000),
 ``update_rec`` (the same through ``get(rec=True)`` and ``put(record)``),
 ``groups`` (``group_counts()`` of an index), ``put_many``, ``insert2``
-(blind puts, two indexes) and ``blind0`` (blind puts, no index). 20,000 benchy-like records; read and update operations
+(blind puts, two indexes), ``insert2r`` (the same not blind: each put reads
+the old version; the raw loop uses ``txn.replace``) and ``blind0`` (blind
+puts, no index). 20,000 benchy-like records; read and update operations
 load them first, then run PASSES passes. Instruction counts do not depend
 on the machine's load, so the cost of one pass is stable::
 
@@ -53,7 +55,7 @@ def rev_location(rec):
 
 starts = sorted(rnd.sample([rev_location(r) for r in recs], 20))
 sample = rnd.sample(recs, 5000)
-INSERTS = ('put_many', 'insert2', 'blind0')
+INSERTS = ('put_many', 'insert2', 'insert2r', 'blind0')
 # One Packer, reused, as benchy's raw loops pack (msgpack.packb makes one per call).
 packs, pack, unpack = keylib.packs, msgpack.Packer(use_bin_type=True).pack, msgpack.unpackb
 tmp = tempfile.mkdtemp(dir='/dev/shm')
@@ -109,15 +111,22 @@ def centidb_pass(store, coll):
 CP, I1, I2 = b'\x0f', b'\x10', b'\x11'
 
 
-def raw_load(txn, indexed=True):
-    put = txn.put
+def raw_load(txn, indexed=True, read=False):
+    put, replace, delete = txn.put, txn.replace, txn.delete
     for rec in recs:
         key = packs(key_func(rec), CP)
-        put(key, pack(rec))
+        old = replace(key, pack(rec)) if read else put(key, pack(rec))
         if indexed:
             tail = b'\x01' + key[1:]
-            put(packs((rev_name(rec),), I1) + tail, b'')
-            put(packs((rev_location(rec),), I2) + tail, b'')
+            new = [packs((rev_name(rec),), I1) + tail, packs((rev_location(rec),), I2) + tail]
+            if read and old is not None:
+                value = unpack(old)
+                for entry in (packs((rev_name(value),), I1) + tail,
+                              packs((rev_location(value),), I2) + tail):
+                    if entry not in new:
+                        delete(entry)
+            put(new[0], b'')
+            put(new[1], b'')
 
 
 def raw_pass(env):
@@ -193,13 +202,14 @@ try:
                     if op == 'put_many':
                         coll.put_many(recs, txn=txn)
                     else:
+                        blind = op != 'insert2r'
                         for rec in recs:
-                            coll.put(rec, txn=txn, blind=True)
+                            coll.put(rec, txn=txn, blind=blind)
                 store.close()
             else:
                 env = lmdb.open(f'{tmp}/r{p}', map_size=1 << 30)
                 with env.begin(write=True) as txn:
-                    raw_load(txn, op != 'blind0')
+                    raw_load(txn, op != 'blind0', op == 'insert2r')
                 env.close()
     elif who == 'centidb':
         store, coll = centidb_store(f'{tmp}/c')
