@@ -11,7 +11,7 @@ cdef class FastCalls:
     """Mirrors centidb.engines.fastcalls.FastCalls."""
 
     cdef public object _fast_get, _fast_put_many, _fast_put, _fast_replace, _fast_delete
-    cdef public object _seek_cursor
+    cdef public object _seek_cursor, _token
     cdef public Py_ssize_t writes
 
 
@@ -31,6 +31,12 @@ cdef inline object fast_put_many_of(etxn):
     if isinstance(etxn, FastCalls):
         return (<FastCalls>etxn)._fast_put_many
     return etxn._fast_put_many
+
+
+cdef inline object token_of(etxn):
+    if isinstance(etxn, FastCalls):
+        return (<FastCalls>etxn)._token
+    return etxn._token
 
 
 cdef inline object fast_replace_of(etxn):

@@ -50,7 +50,7 @@ cdef inline tuple as_key(object value):
 cdef class Record:
     """Mirrors centidb.records.Record."""
 
-    cdef public object coll, data, key, _stored, _entries, _indexes, _read_in
+    cdef public object coll, data, key, _stored, _entries, _indexes, _key_bytes, _read_in
     cdef public Py_ssize_t _read_at
 
     def __init__(self, coll, data, key=None, _stored=None, _entries=None,
@@ -61,6 +61,7 @@ cdef class Record:
         self._stored = _stored
         self._entries = _entries
         self._indexes = _indexes
+        self._key_bytes = None
         self._read_in = None
         self._read_at = -1
 
@@ -77,9 +78,9 @@ cdef class Record:
     __hash__ = None
 
 
-cdef Record new_record(coll, data, key, stored, entries, indexes, etxn):
-    """Record(coll, data, key, stored, entries, indexes) without the call, seen in `etxn`
-    (mirrors centidb.records._seen)."""
+cdef Record new_record(coll, data, key, stored, entries, indexes, bytes key_bytes, etxn):
+    """Record(coll, data, key, stored, entries, indexes) without the call, seen under
+    `key_bytes` in `etxn` (mirrors centidb.records.seen)."""
     cdef Record record = Record.__new__(Record)
     record.coll = coll
     record.data = data
@@ -87,7 +88,8 @@ cdef Record new_record(coll, data, key, stored, entries, indexes, etxn):
     record._stored = stored
     record._entries = entries
     record._indexes = indexes
-    record._read_in = etxn
+    record._key_bytes = key_bytes
+    record._read_in = token_of(etxn)
     record._read_at = writes_of(etxn)
     return record
 
@@ -152,22 +154,22 @@ cdef class RecordWriter:
         if not self.usable or self.counted:
             return None
         # A Record's state, read from C fields (or, for a pure one, attributes).
-        read_key = read_stored = read_entries = read_in = None
+        read_key_bytes = read_stored = read_entries = read_in = None
         if type(data) is Record:
             typed = <Record>data
             if typed.coll is not self.coll or typed._indexes is not self.indexes:
                 return None
             from_record = True
-            read_key, read_stored, read_entries = typed.key, typed._stored, typed._entries
-            read_in, read_at, data = typed._read_in, typed._read_at, typed.data
+            read_key_bytes, read_stored, read_entries = typed._key_bytes, typed._stored, typed._entries
+            read_in, read_at, key_of_read, data = typed._read_in, typed._read_at, typed.key, typed.data
         elif type(data) is self.record_class:
             if data.coll is not self.coll or data._indexes is not self.indexes:
                 return None
             from_record = True
-            read_key, read_stored, read_entries = data.key, data._stored, data._entries
-            read_in, read_at, data = data._read_in, data._read_at, data.data
+            read_key_bytes, read_stored, read_entries = data._key_bytes, data._stored, data._entries
+            read_in, read_at, key_of_read, data = data._read_in, data._read_at, data.key, data.data
         if from_record and key is None:
-            key = read_key
+            key = key_of_read
         if key is None:
             if self.key_func is None:
                 return None
@@ -194,8 +196,9 @@ cdef class RecordWriter:
         old = None
         cdef bint replaced = False
         if not blind and self.indexes:
-            if (read_in is etxn and read_at == writes_of(etxn) and read_stored is not None
-                    and (read_key is key or read_key == key)):
+            token = token_of(etxn)
+            if (token is not None and read_in is token and read_at == writes_of(etxn)
+                    and read_stored is not None and read_key_bytes == key_bytes):
                 old = read_stored       # nothing was written in etxn since it was read
             else:
                 replace = fast_replace_of(etxn)
@@ -208,13 +211,14 @@ cdef class RecordWriter:
         if not entries and old is None:
             if not replaced:
                 put_one(etxn, key_bytes, value)
-            return new_record(self.coll, data, key, value, entries, self.indexes, etxn)
+            return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes,
+                              etxn)
         writes = [] if replaced else [(key_bytes, value)]
         if old is None:
             for entry in entries:
                 writes.append((entry, b''))
         else:
-            if (from_record and (read_key is key or read_key == key)
+            if (from_record and read_key_bytes == key_bytes
                     and (read_stored is old or read_stored == old)):
                 old_entries = read_entries
             else:
@@ -234,7 +238,7 @@ cdef class RecordWriter:
                     writes.append((entry, b''))
         if writes:
             put_many(etxn, writes)
-        return new_record(self.coll, data, key, value, entries, self.indexes, etxn)
+        return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes, etxn)
 
     def write_many(self, etxn, list datas, bint blind, first_id):
         """Mirrors centidb.records.RecordWriter.write_many."""
@@ -421,7 +425,7 @@ cdef class RecordReader:
         data = self.decode_stored(key_bytes, stored)
         entries = entries_of(
             self.specs, data, _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):])
-        return new_record(self.coll, data, key, stored, entries, self.indexes, etxn)
+        return new_record(self.coll, data, key, stored, entries, self.indexes, key_bytes, etxn)
 
     cdef object read(self, etxn, bytes key_bytes):
         stored = self.stored(etxn, key_bytes)

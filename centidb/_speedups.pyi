@@ -68,6 +68,7 @@ class Record:
     _indexes: tuple[object, ...] | None
     _read_in: object
     _read_at: int
+    _key_bytes: bytes | None
     __hash__: ClassVar[None]  # type: ignore[assignment]
     def __init__(self, coll: Any, data: Any, key: Key | None = None,
                  _stored: bytes | None = None, _entries: list[bytes] | None = None,
@@ -223,6 +224,7 @@ class FastCalls:
     _fast_replace: Callable[[bytes, bytes], bytes | None] | None
     _fast_delete: Callable[[bytes], object] | None
     _seek_cursor: SeekCursor | None
+    _token: object
 
 # --- _txn.pxi: centidb/txn.py --------------------------------------------------
 

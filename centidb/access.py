@@ -257,7 +257,8 @@ class Records(RecordWrites):
         """
         data = self.decoded(key_bytes, stored)
         entries = self.entries(data, self.entry_tail(key_bytes))
-        return records.Record(self.coll, data, key, stored, entries, self.indexes)
+        return records.seen(records.Record(self.coll, data, key, stored, entries, self.indexes),
+                            key_bytes)
 
     def index_record(self, etxn: EngineTransaction, index_prefix: bytes, index_name: str,
                      tup: Key, default: Any) -> Any:

@@ -181,6 +181,7 @@ class _HeldWrites:
     _fast_put_many = None
     _fast_put = None
     _fast_replace = None
+    _token = None       # a Record read through it never skips a later read
     _fast_delete = None
     _seek_cursor = None
 

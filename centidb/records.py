@@ -65,10 +65,12 @@ class Record:
     of it can skip decoding the old version when the store still holds
     exactly what was read. The arguments are kept as attributes of the same
     names; the ones starting with ``_`` are that private state. So are
-    ``_read_in``, the engine transaction it was read or written in, and
-    ``_read_at``, that transaction's ``writes`` count then: while both still
-    hold, ``put()`` takes ``_stored`` for the stored version without reading
-    it again (nothing was written in the transaction since).
+    ``_key_bytes``, the engine key ``_stored`` was read or written under;
+    ``_read_in``, the ``_token`` of the engine transaction it was read or
+    written in; and ``_read_at``, that transaction's ``writes`` count then:
+    while the three still hold, ``put()`` takes ``_stored`` for the stored
+    version without reading it again (nothing was written in the
+    transaction since).
 
     :param coll: the collection the record belongs to.
     :param data: the record's value.
@@ -76,8 +78,8 @@ class Record:
         stored.
     """
 
-    __slots__ = ('coll', 'data', 'key', '_stored', '_entries', '_indexes', '_read_in',
-                 '_read_at')
+    __slots__ = ('coll', 'data', 'key', '_stored', '_entries', '_indexes', '_key_bytes',
+                 '_read_in', '_read_at')
 
     def __init__(self, coll: Any, data: Any, key: Key | None = None,
                  _stored: bytes | None = None, _entries: list[bytes] | None = None,
@@ -88,6 +90,7 @@ class Record:
         self._stored = _stored
         self._entries = _entries      # index entries of the stored version
         self._indexes = _indexes      # the index set _entries was made for
+        self._key_bytes: bytes | None = None
         self._read_in: object = None
         self._read_at = -1
 
@@ -104,10 +107,19 @@ class Record:
     __hash__ = None     # type: ignore[assignment]  # compared by value: unhashable
 
 
-def _seen(record: Record, etxn: EngineTransaction) -> Record:
-    """Note on `record` that its ``_stored`` is what `etxn` holds now; return it."""
-    record._read_in = etxn
-    record._read_at = etxn.writes
+def seen(record: Record, key_bytes: bytes, etxn: Any = None) -> Record:
+    """Note on `record` the engine key of its ``_stored``; return it.
+
+    :param record: a :class:`Record` with ``_stored`` and ``_entries``.
+    :param key_bytes: the engine key ``_stored`` was read or written under.
+    :param etxn: None, or the engine transaction that holds ``_stored``
+        under `key_bytes` now: a ``put()`` of the Record in it, with nothing
+        written since, need not read the key again.
+    """
+    record._key_bytes = key_bytes
+    if etxn is not None:
+        record._read_in = etxn._token
+        record._read_at = etxn.writes
     return record
 
 
@@ -272,8 +284,10 @@ class RecordWriter:
         old = None
         replaced = False    # the record is written already; old is what it replaced
         if not blind and self.indexes:
-            if (read is not None and read._read_in is etxn and read._read_at == etxn.writes
-                    and read._stored is not None and read.key == key):
+            token = etxn._token
+            if (read is not None and token is not None and read._read_in is token
+                    and read._read_at == etxn.writes and read._stored is not None
+                    and read._key_bytes == key_bytes):
                 old = read._stored      # nothing was written in etxn since it was read
             elif etxn._fast_replace is not None:
                 # Every user function has run: one lookup reads and writes.
@@ -286,12 +300,13 @@ class RecordWriter:
         if not entries and old is None:
             if not replaced:
                 put_one(etxn, key_bytes, value)
-            return _seen(Record(self.coll, data, key, value, entries, self.indexes), etxn)
+            return seen(Record(self.coll, data, key, value, entries, self.indexes),
+                        key_bytes, etxn)
         writes = [] if replaced else [(key_bytes, value)]
         if old is None:
             writes += [(entry, _EMPTY) for entry in entries]
         else:
-            if read is not None and read.key == key and read._stored == old:
+            if read is not None and read._key_bytes == key_bytes and read._stored == old:
                 old_entries = read._entries
             else:
                 try:
@@ -310,7 +325,7 @@ class RecordWriter:
             writes += [(entry, _EMPTY) for entry in entries if entry not in had]
         if writes:
             put_many(etxn, writes)
-        return _seen(Record(self.coll, data, key, value, entries, self.indexes), etxn)
+        return seen(Record(self.coll, data, key, value, entries, self.indexes), key_bytes, etxn)
 
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
                    first_id: int | None) -> list[Key] | None:
@@ -517,7 +532,7 @@ class RecordReader:
             return default
         data = self._decoded(key_bytes, stored)
         entries = index_entries(self.specs, data, ENTRY_SEP + key_bytes[len(self.prefix):])
-        return _seen(Record(self.coll, data, key, stored, entries, self.indexes), etxn)
+        return seen(Record(self.coll, data, key, stored, entries, self.indexes), key_bytes, etxn)
 
     def _read(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         stored = self._stored(etxn, key_bytes)

@@ -46,6 +46,7 @@ class Savepoint:
     _fast_put_many = None
     _fast_put = None
     _fast_replace = None
+    _token = None       # a Record read through it never skips a later read
     _fast_delete = None
 
     def __init__(self, etxn: EngineTransaction, what: str = 'these writes') -> None:

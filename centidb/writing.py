@@ -348,7 +348,7 @@ class RecordWrites:
             if old is not None:
                 if (old_record is not None and old_record.coll is self.coll
                         and old_record._indexes is self.indexes
-                        and old_record.key == key and old_record._stored == old):
+                        and old_record._key_bytes == key_bytes and old_record._stored == old):
                     old_entries = old_record._entries
                 else:
                     old_entries = self.old_entries(old, entry_tail)
@@ -366,7 +366,8 @@ class RecordWrites:
         etxn._put_many(writes)
         if self.report:
             txn.changes.append(Change(self.name, key, data))
-        return records.Record(self.coll, data, key, value, entries, self.indexes)
+        return records.seen(records.Record(self.coll, data, key, value, entries, self.indexes),
+                            key_bytes)
 
     def put_many(self, txn: Transaction, etxn: EngineTransaction, recs: list[Any],
                  blind: bool) -> list[Key]:

@@ -6,8 +6,10 @@ the engine. Query parameters are in ``test_query.py``, indexes in
 ``test_index.py``, batches in ``test_batch_view.py``.
 """
 
+import gc
 import json
 import operator
+import threading
 
 import pytest
 
@@ -208,6 +210,53 @@ def test_put_of_a_record_read_in_its_transaction_reads_it_no_more():
         assert reads == 1
     assert list(index.pairs()) == [(('g',), (2,)), (('i',), (1,))]
     assert coll.get(1) == {'k': 1, 't': 'i'}
+
+
+def test_put_of_a_record_under_another_key_reads_that_key(store):
+    """A Record put under another key, given or set on the Record, even one
+    equal to its own as a tuple (``True == 1``) but packed apart, reads the
+    stored version of that key: neither record's entries go wrong."""
+    coll = store.collection('c', key_func=lambda r: r['k'])
+    index = coll.add_index('t', lambda r: r['t'])
+    coll.put({'k': 1, 't': 'a'})
+    coll.put({'k': 2, 't': 'x'})
+    with store.begin(write=True) as txn:
+        record = coll.get(1, rec=True, txn=txn)
+        record.key = (2,)
+        coll.put(record, txn=txn)
+    with store.begin(write=True) as txn:
+        record = coll.get(1, rec=True, txn=txn)
+        coll.put(record, key=True, txn=txn)
+    assert list(index.pairs()) == [(('a',), (1,)), (('a',), (True,)), (('a',), (2,))]
+
+
+def test_a_record_holds_no_transaction_open():
+    """A Record keeps a token of the transaction it was read in, not the
+    transaction: a write transaction dropped unended, whose Record lives on,
+    still lets another thread write."""
+    store = list_store()
+    coll = store.collection('c', key_func=lambda r: r['k'])
+    coll.add_index('t', lambda r: r['t'])
+
+    def session():
+        txn = store.begin(write=True)
+        coll.put({'k': 1, 't': 'a'}, txn=txn)
+        return coll.get(1, rec=True, txn=txn)      # txn dropped, never ended
+
+    record = session()
+    gc.collect()
+    written = []
+
+    def writer():
+        with store.begin(write=True) as txn:
+            coll.put({'k': 2, 't': 'b'}, txn=txn)
+        written.append(True)
+
+    thread = threading.Thread(target=writer, daemon=True)
+    thread.start()
+    thread.join(timeout=10)
+    assert written == [True] and record.key == (1,)
+    assert coll.get(1) is None and coll.get(2) == {'k': 2, 't': 'b'}
 
 
 def test_record_from_another_collection_does_not_skip_the_old_read(store):
@@ -712,6 +761,12 @@ def test_put_whose_old_version_cannot_be_indexed_or_decoded_writes_nothing(store
     assert list(index.pairs()) == [(('old',), (1,)), (('two',), (2,))]
     store.engine.put(keylib.packs((2,), coll.prefix), b'\x04\xc1')
     fails_cleanly(store, CorruptRecordError, lambda: coll.put({'k': 2, 'tag': 'b'}))
+    with store.begin(write=True) as txn:
+        with pytest.raises(CorruptRecordError):
+            coll.put({'k': 2, 'tag': 'b'}, txn=txn)
+        coll.put({'k': 3, 'tag': 'three'}, txn=txn)
+    assert store.engine.get(keylib.packs((2,), coll.prefix)) == b'\x04\xc1'
+    assert list(index.pairs()) == [(('old',), (1,)), (('three',), (3,)), (('two',), (2,))]
 
 
 def test_put_over_an_undecodable_record_names_its_key():

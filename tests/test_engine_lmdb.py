@@ -110,6 +110,21 @@ def test_lmdb_key_size_limit(tmp_path):
         assert list(eng.keys()) == [longest]
 
 
+def test_lmdb_write_transaction_offers_replace_while_open(tmp_path):
+    """A write transaction's ``_fast_replace`` stores a pair and returns the
+    value it replaced (what a non-blind put reads by); a read transaction
+    has none, and an ended one none any more."""
+    with LmdbEngine(tmp_path / 'db', sync=False) as eng:
+        with eng.begin() as reader:
+            assert reader._fast_replace is None
+        txn = eng.begin(write=True)
+        assert txn._fast_replace(b'k', b'1') is None
+        assert txn._fast_replace(b'k', b'2') == b'1'
+        assert txn.get(b'k') == b'2'
+        txn.commit()
+        assert txn._fast_replace is None and eng.get(b'k') == b'2'
+
+
 # --- the default map size ----------------------------------------------------------
 
 def test_lmdb_default_map_size_is_large_where_the_map_is_sparse():

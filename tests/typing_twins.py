@@ -45,8 +45,10 @@ def index_entries_agrees() -> None:
 
 def record_agrees(pure: records.Record, twin: _speedups.Record) -> None:
     same([params(records.Record)], [params(_speedups.Record)])
-    same([(pure.coll, pure.data, pure.key, pure._stored, pure._entries, pure._indexes)],
-         [(twin.coll, twin.data, twin.key, twin._stored, twin._entries, twin._indexes)])
+    same([(pure.coll, pure.data, pure.key, pure._stored, pure._entries, pure._indexes,
+           pure._key_bytes, pure._read_in, pure._read_at)],
+         [(twin.coll, twin.data, twin.key, twin._stored, twin._entries, twin._indexes,
+           twin._key_bytes, twin._read_in, twin._read_at)])
 
 
 def record_writer_agrees(pure: records.RecordWriter, twin: _speedups.RecordWriter) -> None:
@@ -105,7 +107,7 @@ def log_calls_agree(pure: writelog.LogCalls, twin: _speedups.LogCalls) -> None:
 
 
 def fast_calls_agree(pure: fastcalls.FastCalls, twin: _speedups.FastCalls) -> None:
-    same([(pure.writes, pure._fast_get, pure._fast_put_many, pure._fast_put,
-           pure._fast_delete, pure._seek_cursor)],
-         [(twin.writes, twin._fast_get, twin._fast_put_many, twin._fast_put,
-           twin._fast_delete, twin._seek_cursor)])
+    same([(pure.writes, pure._token, pure._fast_get, pure._fast_put_many, pure._fast_put,
+           pure._fast_replace, pure._fast_delete, pure._seek_cursor)],
+         [(twin.writes, twin._token, twin._fast_get, twin._fast_put_many, twin._fast_put,
+           twin._fast_replace, twin._fast_delete, twin._seek_cursor)])

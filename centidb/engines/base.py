@@ -83,6 +83,7 @@ class EngineTransaction(FastCalls):
         self.engine = engine
         self.write = bool(write)
         self.writes = 0
+        self._token = object()
         self._state = _OPEN
         self._registered = False
 

@@ -42,6 +42,10 @@ class FastCalls:
     #: iterators that read ahead compare it between steps to notice the
     #: transaction's own writes (and its end).
     writes: int = 0
+    #: An object of this transaction's own (``None``: it has none), which a
+    #: :class:`~centidb.records.Record` read in it keeps instead of the
+    #: transaction, so that holding the Record holds no transaction open.
+    _token: object = None
 
     #: A callable ``(key) -> value or None`` that skips every check, for
     #: callers that pass non-empty bytes keys no longer than the engine's
@@ -58,7 +62,7 @@ class FastCalls:
     #: ``_put_many``.
     _fast_put: Callable[[bytes, bytes], object] | None = None
     #: Likewise a callable ``(key, value)`` that stores one pair with no
-    #: checks and returns the value it replaced, or None, in one lookup of
+    #: checks and returns the value (bytes) it replaced, or None, in one lookup of
     #: the key; the caller adds 1 to ``writes`` and passes any exception, with
     #: the list of that pair, to ``_put_many_failed``. ``None``: read, then
     #: write.
