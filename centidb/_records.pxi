@@ -198,7 +198,7 @@ cdef class RecordWriter:
         if not blind and self.indexes:
             token = token_of(etxn)
             if (token is not None and read_in is token and read_at == writes_of(etxn)
-                    and read_stored is not None and read_key_bytes == key_bytes):
+                    and read_key_bytes == key_bytes):
                 old = read_stored       # nothing was written in etxn since it was read
             else:
                 replace = fast_replace_of(etxn)
@@ -218,8 +218,7 @@ cdef class RecordWriter:
             for entry in entries:
                 writes.append((entry, b''))
         else:
-            if (from_record and read_key_bytes == key_bytes
-                    and (read_stored is old or read_stored == old)):
+            if from_record and read_key_bytes == key_bytes and read_stored == old:
                 old_entries = read_entries
             else:
                 try:

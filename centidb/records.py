@@ -286,8 +286,7 @@ class RecordWriter:
         if not blind and self.indexes:
             token = etxn._token
             if (read is not None and token is not None and read._read_in is token
-                    and read._read_at == etxn.writes and read._stored is not None
-                    and read._key_bytes == key_bytes):
+                    and read._read_at == etxn.writes and read._key_bytes == key_bytes):
                 old = read._stored      # nothing was written in etxn since it was read
             elif etxn._fast_replace is not None:
                 # Every user function has run: one lookup reads and writes.
