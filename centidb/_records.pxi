@@ -246,10 +246,10 @@ cdef class RecordWriter:
         cdef bint reads = not blind and len(self.indexes) > 0
         cdef bint counting = first_id is not None
         cdef bytes key_bytes, value, entry_tail, entry, prefix = self.prefix
-        cdef bytes header = self.header
-        cdef list entries, writes = [], keys = [], stale = []
-        cdef dict latest = {}
-        cdef tuple key, pending, held
+        cdef bytes header = self.header, lo = None, hi = None
+        cdef list entries, writes = [], keys = [], counts = [], stale = []
+        cdef set seen = set()
+        cdef tuple key
         cdef bint too_long
         if not self.usable or (not counting and self.key_func is None):
             return None
@@ -281,36 +281,53 @@ cdef class RecordWriter:
                 if too_long:
                     self.too_long(key, key_bytes, entries)
             keys.append(key)
-            if reads:
-                latest[key_bytes] = untracked((value, entry_tail, untracked(tuple(entries))))
-            else:
-                writes.append(untracked((key_bytes, value)))
-                for entry in entries:
-                    writes.append(untracked((entry, b'')))
-        get = fast_get_of(etxn)
-        cdef bint fresh = not latest or etxn.first(min(latest), max(latest) + b'\x00') is None
-        olds = iter(etxn.get_many(list(latest))) if get is None and not fresh else None
-        for key_bytes, pending in latest.items():
-            value, entry_tail, held = pending
-            if fresh:
-                old = None
-            else:
-                old = next(olds) if olds is not None else get(key_bytes)
-            if old is not None:
-                old_entries = self.stored_entries(old, entry_tail)
-                if old_entries:
-                    keep = set(held)
-                    for entry in old_entries:
-                        if entry not in keep:
-                            stale.append(entry)
             writes.append(untracked((key_bytes, value)))
-            for entry in held:
+            for entry in entries:
                 writes.append(untracked((entry, b'')))
+            if reads:
+                counts.append(len(entries))
+                seen.add(key_bytes)
+                if lo is None or key_bytes < lo:
+                    lo = key_bytes
+                if hi is None or key_bytes > hi:
+                    hi = key_bytes
+        if reads and keys and (len(seen) < len(keys)
+                               or etxn.first(lo, hi + b'\x00') is not None):
+            writes, stale = self.merge_stored(etxn, writes, counts, start)
         for entry in stale:
             etxn.delete(entry)
         if writes:
             etxn._put_many(writes)
         return keys
+
+    def merge_stored(self, etxn, list writes, list counts, Py_ssize_t start):
+        """Mirrors centidb.records.RecordWriter.merge_stored."""
+        cdef dict latest = {}
+        cdef list merged = [], stale = []
+        cdef Py_ssize_t at = 0, count
+        cdef bytes key_bytes
+        cdef tuple held
+        for count in counts:
+            key_bytes, value = <tuple>writes[at]
+            latest[key_bytes] = untracked((value, untracked(
+                tuple([(<tuple>pair)[0] for pair in writes[at + 1:at + 1 + count]]))))
+            at += 1 + count
+        get = fast_get_of(etxn)
+        olds = iter(etxn.get_many(list(latest))) if get is None else None
+        for key_bytes, pending in latest.items():
+            value, held = <tuple>pending
+            old = next(olds) if olds is not None else get(key_bytes)
+            if old is not None:
+                old_entries = self.stored_entries(old, _ENTRY_SEP + key_bytes[start:])
+                if old_entries:
+                    keep = set(held)
+                    for entry in old_entries:
+                        if entry not in keep:
+                            stale.append(entry)
+            merged.append(untracked((key_bytes, value)))
+            for entry in held:
+                merged.append(untracked((entry, b'')))
+        return merged, stale
 
 
 cdef bytes _AFTER_KEY_SEP = bytes([KEY_SEP + 1])

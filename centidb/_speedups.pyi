@@ -13,6 +13,7 @@ from typing import Any, Callable, ClassVar, Iterable, Iterator, MutableMapping
 from typing_extensions import disjoint_base
 
 from centidb.engines import EngineTransaction
+from centidb.engines.base import Item
 from centidb.engines.fastcalls import SeekCursor
 from centidb.errors import CorruptKeyError
 from centidb.keyformat import Key
@@ -125,6 +126,8 @@ class RecordWriter:
     def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None: ...
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
                    first_id: int | None) -> list[Key] | None: ...
+    def merge_stored(self, etxn: EngineTransaction, writes: list[Item], counts: list[int],
+                     start: int) -> tuple[list[Item], list[bytes]]: ...
 
 @disjoint_base
 class RecordReader:

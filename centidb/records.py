@@ -363,10 +363,12 @@ class RecordWriter:
         packs = keylib.packs
         start = len(prefix)
         reads = not blind and bool(self.indexes)
-        # With reads: key bytes -> (value, entry tail, entries).
-        latest: dict[bytes, tuple[bytes, bytes, tuple[bytes, ...]]] = {}
         writes: list[Item] = []
         keys: list[Key] = []
+        # With reads: how many entries follow each record's pair in writes.
+        counts: list[int] = []
+        seen: set[bytes] = set()
+        lo = hi = _EMPTY
         next_id = first_id
         for data in datas:
             encoded = encode(data)
@@ -383,38 +385,62 @@ class RecordWriter:
                                       or any(len(entry) > limit for entry in entries)):
                 self.too_long(key, key_bytes, entries)
             keys.append(key)
-            if reads:
-                # A tuple of bytes, unlike a list, leaves the garbage
-                # collector's watch: it keeps a long batch cheap to hold.
-                latest[key_bytes] = (value, entry_tail, tuple(entries))
-            else:
-                writes.append((key_bytes, value))
-                writes += [(entry, _EMPTY) for entry in entries]
-        stale: list[bytes] = []
-        # Every key is within the engine's limit now: the unchecked getter is safe.
-        get = etxn._fast_get
-        # No record stored between the lowest and highest key: nothing to read.
-        fresh = not latest or etxn.first(min(latest), max(latest) + b'\x00') is None
-        # Without a fast getter (a networked engine), one call reads them all.
-        olds = iter(etxn.get_many(list(latest))) if get is None and not fresh else None
-        for key_bytes, (value, entry_tail, held) in latest.items():
-            if fresh:
-                old = None
-            else:
-                old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
-            if old is not None:
-                old_entries = self.old_entries(old, entry_tail)
-                if old_entries:
-                    keep = set(held)
-                    stale += [entry for entry in old_entries if entry not in keep]
             writes.append((key_bytes, value))
-            writes += [(entry, _EMPTY) for entry in held]
+            writes += [(entry, _EMPTY) for entry in entries]
+            if reads:
+                counts.append(len(entries))
+                seen.add(key_bytes)
+                if not lo or key_bytes < lo:
+                    lo = key_bytes
+                if key_bytes > hi:
+                    hi = key_bytes
+        stale: list[bytes] = []
+        # Nothing to read if no key comes twice and no record is stored from lo to hi.
+        if reads and keys and (len(seen) < len(keys)
+                               or etxn.first(lo, hi + b'\x00') is not None):
+            writes, stale = self.merge_stored(etxn, writes, counts, start)
         # Everything that can fail has run: from here on, writes.
         for entry in stale:
             etxn.delete(entry)
         if writes:
             etxn._put_many(writes)   # once per list: the engine's bulk path (LMDB may append)
         return keys
+
+    def merge_stored(self, etxn: EngineTransaction, writes: list[Item], counts: list[int],
+                     start: int) -> tuple[list[Item], list[bytes]]:
+        """Return `writes` with each key once, as its last record, and the stale stored entries.
+
+        :param etxn: the write transaction, read for the stored versions.
+        :param writes: each record's ``(key bytes, value)`` followed by its
+            index entries' pairs, as :meth:`write_many` makes them.
+        :param counts: how many entries follow each record's pair.
+        :param start: the length of the collection's prefix.
+        :returns: ``(writes, stale)``: the pairs to write, and the entries of
+            the stored versions that the new ones lack, to delete.
+        """
+        # Key bytes -> (value, entries); a key given twice keeps its first place.
+        latest: dict[bytes, tuple[bytes, tuple[bytes, ...]]] = {}
+        at = 0
+        for count in counts:
+            key_bytes, value = writes[at]
+            # A tuple of bytes, unlike a list, leaves the garbage collector's watch.
+            latest[key_bytes] = (value, tuple([entry for entry, _ in writes[at + 1:at + 1 + count]]))
+            at += 1 + count
+        merged: list[Item] = []
+        stale: list[bytes] = []
+        # Every key is within the engine's limit now: the unchecked getter is safe.
+        get = etxn._fast_get
+        # Without a fast getter (a networked engine), one call reads them all.
+        olds = etxn.get_many(list(latest)) if get is None else map(get, latest)
+        for (key_bytes, (value, held)), old in zip(latest.items(), olds):
+            if old is not None:
+                old_entries = self.old_entries(old, ENTRY_SEP + key_bytes[start:])
+                if old_entries:
+                    keep = set(held)
+                    stale += [entry for entry in old_entries if entry not in keep]
+            merged.append((key_bytes, value))
+            merged += [(entry, _EMPTY) for entry in held]
+        return merged, stale
 
 
 class RecordReader:

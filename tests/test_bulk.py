@@ -159,6 +159,14 @@ def test_put_many_with_a_key_twice_keeps_the_later_record_and_its_entries_only(s
     assert [tup for tup, key in coll.indices['tag'].pairs() if key == (1,)] == [('last',)]
 
 
+def test_put_many_with_a_key_twice_into_an_empty_collection_writes_the_later_only(store):
+    # Nothing stored to read, but the earlier record's entries must not be written.
+    coll = make(store, 'key_func')
+    assert coll.put_many([rec(1, tag='first'), rec(2), rec(1, tag='last')]) == [(1,), (2,), (1,)]
+    assert coll.get(1)['tag'] == 'last'
+    assert sorted(coll.indices['tag'].pairs()) == [(('last',), (1,)), (('t2',), (2,))]
+
+
 def test_put_many_blind_over_a_key_twice_leaves_entries_as_two_blind_puts_do(pair):
     bulk, loop = (make(store, 'key_func') for store in pair)
     batch = [rec(1, tag='first'), rec(1, tag='last')]

@@ -61,6 +61,7 @@ def record_writer_agrees(pure: records.RecordWriter, twin: _speedups.RecordWrite
            twin.limit, twin.old_entries, twin.too_long, twin.record_class)])
     same([params(pure.write)], [params(twin.write)])
     same([pure.write_many], [twin.write_many])
+    same([pure.merge_stored], [twin.merge_stored])
 
 
 def record_reader_agrees(pure: records.RecordReader, twin: _speedups.RecordReader) -> None:
