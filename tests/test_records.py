@@ -137,6 +137,72 @@ def test_record_writer_and_reader_twins_agree(ops, limit):
         fast[0].close()
 
 
+def _twin_store_on(twins, engine, path):
+    """As `_twin_store`, on `engine` (at `path` for LMDB), keys of at most 40 bytes."""
+    import centidb
+    store = centidb.open(engine) if engine == 'ListEngine' else centidb.open(engine, path=path)
+    store.engine.max_key_size = 40
+    with mock.patch.object(records, 'RecordWriter', twins.RecordWriter), \
+            mock.patch.object(records, 'RecordReader', twins.RecordReader):
+        coll = store.collection('c', key_func=lambda rec: rec['k'])
+        coll.add_index('tag', lambda rec: rec['tag'])
+    assert type(coll.records.writer) is twins.RecordWriter
+    return store, coll
+
+
+def _apply_in(txn, coll, op):
+    """One operation of a transaction; 'update' puts back a Record read in `txn`."""
+    kind, args = op
+    if kind == 'put':
+        value, blind = args
+        return coll.put(value, blind=blind, txn=txn).key
+    if kind == 'delete':
+        deleted = coll.delete(args, txn=txn)   # each twin's own Record class
+        return None if deleted is None else (deleted.key, deleted.data)
+    if kind == 'update':
+        key, tag, rekey, blind = args
+        record = coll.get(key, rec=True, txn=txn)
+        if record is None:
+            return 'missing'
+        record.data['tag'] = tag
+        if rekey is not None:
+            record.key = rekey      # a Record may be moved to another key
+        return coll.put(record, blind=blind, txn=txn).key
+    return coll.get(args, default='missing', txn=txn)
+
+
+# Few keys, so that reads find what earlier writes stored.
+few_keys = st.sampled_from([0, 1, 2, 'a', ''])
+puts = st.tuples(st.just('put'), st.tuples(
+    st.fixed_dictionaries({'k': few_keys, 'tag': tags, 'v': st.integers()}), st.booleans()))
+updates = st.tuples(st.just('update'), st.tuples(few_keys, tags, st.none() | st.none() | few_keys,
+                                                 st.booleans()))
+txn_ops = st.lists(st.lists(st.one_of(
+    puts, puts, updates, updates, st.tuples(st.just('delete'), few_keys),
+    st.tuples(st.just('get'), few_keys)), min_size=1, max_size=8), min_size=1, max_size=4)
+
+
+@pytest.mark.parametrize('engine', ['ListEngine', 'LmdbEngine'])
+@given(txns=txn_ops)
+def test_record_twins_agree_on_records_put_back_in_their_transaction(engine, txns, tmp_path_factory):
+    """Same results, exception types and engine bytes when a transaction reads
+    records and puts them back: the paths that reuse what the read found
+    (and, on LMDB, replace a record in one lookup) are compared too."""
+    base = tmp_path_factory.mktemp('twins')
+    pure = _twin_store_on(PURE, engine, str(base / 'pure'))
+    fast = _twin_store_on(FAST, engine, str(base / 'fast'))
+    try:
+        for ops in txns:
+            with pure[0].begin(write=True) as pure_txn, fast[0].begin(write=True) as fast_txn:
+                for op in ops:
+                    assert (outcome(_apply_in, pure_txn, pure[1], op)
+                            == outcome(_apply_in, fast_txn, fast[1], op)), op
+        assert list(pure[0].engine.items()) == list(fast[0].engine.items())
+    finally:
+        pure[0].close()
+        fast[0].close()
+
+
 def test_record_writer_declines_the_uncommon_cases():
     """Before calling user code: a Record, no key and no key_func, a batched
     collection, an inexact encoder; the general put handles those."""
