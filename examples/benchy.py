@@ -101,8 +101,11 @@ compares a centidb row's records/s with the raw loop of the same engine
 (ListEngine: raw lmdb), ``ratio_vs_sqlite`` with sqlite3, and
 ``ratio_vs_lmdbengine`` a ListEngine row with LmdbEngine's; above 1 is
 faster. A ratio is the median over the runs of each run's ratio (not the
-ratio of the medians), as each run measures the two close together. ``keys_written`` counts engine keys put (one per record plus one per
-index entry; for the update, the record and its new rev_location entry);
+ratio of the medians), as each run measures the two close together;
+``ratio_vs_raw_runs`` lists each run's ``ratio_vs_raw``, in run order, to
+show how far one run's ratio moves. ``keys_written`` counts engine keys
+put (one per record plus one per index entry; for the update, the record
+and its new rev_location entry);
 read rows leave keys_per_s empty. ``bytes_on_disk`` (from the first run):
 on the non-blind load rows, the store after the load (LMDB: data.mdb;
 LevelDB: the directory after a full compaction; sqlite3: the database file
@@ -184,7 +187,7 @@ SEED = 235886
 
 COLUMNS = ['engine', 'mode', 'records', 'keys_written', 'seconds', 'records_per_s',
            'keys_per_s', 'ratio_vs_raw', 'ratio_vs_sqlite', 'ratio_vs_lmdbengine',
-           'bytes_on_disk']
+           'bytes_on_disk', 'ratio_vs_raw_runs']
 RSS_COLUMNS = ['engine', 'task', 'records', 'seconds', 'baseline_rss_bytes',
                'peak_rss_bytes', 'peak_rss_per_record']
 ENGINES = ('LmdbEngine', 'PlyvelEngine', 'ListEngine')
@@ -532,14 +535,18 @@ def rows(times, sizes, backends, modes, data):
     def count(backend, mode):
         return counts[SAME_AS.get(mode, mode) if backend not in ENGINES else mode]
 
+    def run_ratios(backend, mode, other):
+        if other is None or other == backend or (other, mode) not in times:
+            return []
+        mine, theirs = count(backend, mode)[0], count(other, mode)[0]
+        pairs = zip(times[backend, mode], times[other, mode])
+        return [mine * t / (theirs * s) for s, t in pairs]
+
     def ratio(backend, mode, other):
         # The median of the runs' ratios: each run measured the two close
         # together, so a slow drift of the machine's speed cancels out.
-        if other is None or other == backend or (other, mode) not in times:
-            return ''
-        mine, theirs = count(backend, mode)[0], count(other, mode)[0]
-        pairs = zip(times[backend, mode], times[other, mode])
-        return f'{statistics.median(mine * t / (theirs * s) for s, t in pairs):.2f}'
+        ratios = run_ratios(backend, mode, other)
+        return f'{statistics.median(ratios):.2f}' if ratios else ''
 
     for backend in backends:
         for mode in modes:
@@ -553,7 +560,8 @@ def rows(times, sizes, backends, modes, data):
                    f'{keys_written / seconds:.0f}' if keys_written else '',
                    ratio(backend, mode, RAW_OF.get(backend)), ratio(backend, mode, SQLITE),
                    ratio(backend, mode, 'LmdbEngine') if backend == 'ListEngine' else '',
-                   '' if size is None else size]
+                   '' if size is None else size,
+                   ' '.join(f'{r:.2f}' for r in run_ratios(backend, mode, RAW_OF.get(backend)))]
 
 
 # --- peak memory (--rss) -----------------------------------------------------------

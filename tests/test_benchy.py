@@ -14,7 +14,7 @@ from etcd_cluster import require_etcd
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COLUMNS = ['engine', 'mode', 'records', 'keys_written', 'seconds', 'records_per_s',
            'keys_per_s', 'ratio_vs_raw', 'ratio_vs_sqlite', 'ratio_vs_lmdbengine',
-           'bytes_on_disk']
+           'bytes_on_disk', 'ratio_vs_raw_runs']
 RSS_COLUMNS = ['engine', 'task', 'records', 'seconds', 'baseline_rss_bytes',
                'peak_rss_bytes', 'peak_rss_per_record']
 ENGINES = ['sqlite3', 'raw lmdb', 'LmdbEngine', 'raw plyvel', 'PlyvelEngine', 'ListEngine']
@@ -142,6 +142,19 @@ def test_selection_brings_its_baselines():
     seen = [(row['engine'], row['mode']) for row in rows]
     assert seen == [(engine, mode) for engine in ('sqlite3', 'raw plyvel', 'PlyvelEngine')
                     for mode in ('insert', 'get by index')]
+
+
+def test_each_runs_ratio_is_listed_and_the_ratio_is_their_median():
+    rows = table(benchy('--records', '200', '--runs', '3', '--passes', '1',
+                        '--engines', 'LmdbEngine', '--modes', 'get by key,insert'))
+    for row in rows:
+        runs = row['ratio_vs_raw_runs'].split()
+        if row['engine'] != 'LmdbEngine':
+            assert runs == [] and row['ratio_vs_raw'] == '', row
+            continue
+        assert len(runs) == 3 and all(float(run) > 0 for run in runs), row
+        # Of three, the median is one of them: rounding each first changes nothing.
+        assert sorted(runs, key=float)[1] == row['ratio_vs_raw'], row
 
 
 def test_list_engine_brings_lmdb_engine():
