@@ -291,16 +291,18 @@ cdef class RecordWriter:
                     lo = key_bytes
                 if hi is None or key_bytes > hi:
                     hi = key_bytes
-        if reads and keys and (len(seen) < len(keys)
-                               or etxn.first(lo, hi + b'\x00') is not None):
-            writes, stale = self.merge_stored(etxn, writes, counts, start)
+        if reads and keys:
+            stored = etxn.first(lo, hi + b'\x00') is not None
+            if stored or len(seen) < len(keys):
+                writes, stale = self.merge_stored(etxn, writes, counts, start, stored)
         for entry in stale:
             etxn.delete(entry)
         if writes:
             etxn._put_many(writes)
         return keys
 
-    def merge_stored(self, etxn, list writes, list counts, Py_ssize_t start):
+    @cython.boundscheck(True)    # public: a caller's inconsistent lists must raise
+    def merge_stored(self, etxn, list writes, list counts, Py_ssize_t start, bint stored):
         """Mirrors centidb.records.RecordWriter.merge_stored."""
         cdef dict latest = {}
         cdef list merged = [], stale = []
@@ -308,15 +310,18 @@ cdef class RecordWriter:
         cdef bytes key_bytes
         cdef tuple held
         for count in counts:
-            key_bytes, value = <tuple>writes[at]
+            key_bytes, value = <tuple?>writes[at]
             latest[key_bytes] = untracked((value, untracked(
-                tuple([(<tuple>pair)[0] for pair in writes[at + 1:at + 1 + count]]))))
+                tuple([(<tuple?>pair)[0] for pair in writes[at + 1:at + 1 + count]]))))
             at += 1 + count
         get = fast_get_of(etxn)
-        olds = iter(etxn.get_many(list(latest))) if get is None else None
+        olds = iter(etxn.get_many(list(latest))) if stored and get is None else None
         for key_bytes, pending in latest.items():
             value, held = <tuple>pending
-            old = next(olds) if olds is not None else get(key_bytes)
+            if not stored:
+                old = None
+            else:
+                old = next(olds) if olds is not None else get(key_bytes)
             if old is not None:
                 old_entries = self.stored_entries(old, _ENTRY_SEP + key_bytes[start:])
                 if old_entries:

@@ -395,10 +395,11 @@ class RecordWriter:
                 if key_bytes > hi:
                     hi = key_bytes
         stale: list[bytes] = []
-        # Nothing to read if no key comes twice and no record is stored from lo to hi.
-        if reads and keys and (len(seen) < len(keys)
-                               or etxn.first(lo, hi + b'\x00') is not None):
-            writes, stale = self.merge_stored(etxn, writes, counts, start)
+        if reads and keys:
+            # Nothing to read unless a record is stored between lo and hi.
+            stored = etxn.first(lo, hi + b'\x00') is not None
+            if stored or len(seen) < len(keys):
+                writes, stale = self.merge_stored(etxn, writes, counts, start, stored)
         # Everything that can fail has run: from here on, writes.
         for entry in stale:
             etxn.delete(entry)
@@ -407,7 +408,7 @@ class RecordWriter:
         return keys
 
     def merge_stored(self, etxn: EngineTransaction, writes: list[Item], counts: list[int],
-                     start: int) -> tuple[list[Item], list[bytes]]:
+                     start: int, stored: bool) -> tuple[list[Item], list[bytes]]:
         """Return `writes` with each key once, as its last record, and the stale stored entries.
 
         :param etxn: the write transaction, read for the stored versions.
@@ -415,6 +416,8 @@ class RecordWriter:
             index entries' pairs, as :meth:`write_many` makes them.
         :param counts: how many entries follow each record's pair.
         :param start: the length of the collection's prefix.
+        :param stored: False if no record is stored under any of the keys:
+            then none is read.
         :returns: ``(writes, stale)``: the pairs to write, and the entries of
             the stored versions that the new ones lack, to delete.
         """
@@ -431,8 +434,12 @@ class RecordWriter:
         # Every key is within the engine's limit now: the unchecked getter is safe.
         get = etxn._fast_get
         # Without a fast getter (a networked engine), one call reads them all.
-        olds = etxn.get_many(list(latest)) if get is None else map(get, latest)
-        for (key_bytes, (value, held)), old in zip(latest.items(), olds):
+        olds = iter(etxn.get_many(list(latest))) if stored and get is None else None
+        for key_bytes, (value, held) in latest.items():
+            if not stored:
+                old = None
+            else:
+                old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
             if old is not None:
                 old_entries = self.old_entries(old, ENTRY_SEP + key_bytes[start:])
                 if old_entries:

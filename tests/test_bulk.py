@@ -19,6 +19,8 @@ from hypothesis import strategies as st
 import centidb
 from centidb import access, impl, records
 from centidb.encodings import make_json_encoder
+from centidb.engines import MemoryEngine
+from centidb.engines.wrappers import TraceEngine
 from centidb.errors import IndexInconsistentError, IndexNotAddedError, UnsupportedKeyTypeError
 
 from stores import ENGINE_NAMES, Boom, contents, fails_cleanly, open_store
@@ -165,6 +167,32 @@ def test_put_many_with_a_key_twice_into_an_empty_collection_writes_the_later_onl
     assert coll.put_many([rec(1, tag='first'), rec(2), rec(1, tag='last')]) == [(1,), (2,), (1,)]
     assert coll.get(1)['tag'] == 'last'
     assert sorted(coll.indices['tag'].pairs()) == [(('last',), (1,)), (('t2',), (2,))]
+
+
+def test_put_many_without_a_fast_getter_reads_the_stored_versions_in_one_call():
+    """An engine transaction with no unchecked getter (a networked engine's,
+    here a tracing wrapper's) gets one get_many of every key when records
+    may be stored under them, and none when the keys' range is empty."""
+    engine = TraceEngine(MemoryEngine())
+    store = centidb.Store(engine)
+    coll = make(store, 'key_func')
+    for value in FIRST:
+        coll.put(value)
+    with store.begin(write=True) as txn:
+        assert txn.engine_txn._fast_get is None
+    reads = engine.counts['txn.get_many']
+    assert coll.put_many([rec(0, tag='new'), rec(1), rec(0, tag='last')]) == [(0,), (1,), (0,)]
+    assert engine.counts['txn.get_many'] == reads + 1
+    assert coll.get(0)['tag'] == 'last'
+    assert [tup for tup, key in coll.indices['tag'].pairs() if key == (0,)] == [('last',)]
+    assert sorted(key for _, key in coll.indices['tag'].pairs()) == sorted(coll.keys())
+    # Above every stored key, twice: nothing stored to read.
+    with store.begin(write=True) as txn:
+        reads, gets = engine.counts['txn.get_many'], engine.counts['txn.get']
+        coll.put_many([rec(50, tag='first'), rec(50, tag='again')], txn=txn)
+        assert (engine.counts['txn.get_many'], engine.counts['txn.get']) == (reads, gets)
+    assert [tup for tup, key in coll.indices['tag'].pairs() if key == (50,)] == [('again',)]
+    store.close()
 
 
 def test_put_many_blind_over_a_key_twice_leaves_entries_as_two_blind_puts_do(pair):

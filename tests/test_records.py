@@ -7,7 +7,7 @@ the compiled twins, so the module is skipped when the twins are not built.
 from unittest import mock
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from centidb import impl, keylib, records
@@ -138,9 +138,14 @@ def test_record_writer_and_reader_twins_agree(ops, limit):
 
 
 def _twin_store_on(twins, engine, path):
-    """As `_twin_store`, on `engine` (at `path` for LMDB), keys of at most 40 bytes."""
+    """A store on `engine` (at `path` for LMDB) whose collection 'c', keyed
+    by ``rec['k']`` with an index on ``rec['tag']``, uses the writer and
+    reader of `twins`; keys of at most 40 bytes."""
     import centidb
-    store = centidb.open(engine) if engine == 'ListEngine' else centidb.open(engine, path=path)
+    if engine == 'ListEngine':
+        store = centidb.open(engine)
+    else:
+        store = centidb.open(engine, path=path, sync=False)
     store.engine.max_key_size = 40
     with mock.patch.object(records, 'RecordWriter', twins.RecordWriter), \
             mock.patch.object(records, 'RecordReader', twins.RecordReader):
@@ -150,53 +155,72 @@ def _twin_store_on(twins, engine, path):
     return store, coll
 
 
-def _apply_in(txn, coll, op):
-    """One operation of a transaction; 'update' puts back a Record read in `txn`."""
+def _apply_in(txn, coll, held, op):
+    """One operation in `txn`. 'update' puts back a Record it reads and keeps
+    the Record put returns in `held`, 'hold' keeps a Record it reads there;
+    'put_held' puts that one back, later in the transaction or in a later one."""
     kind, args = op
+    if kind == 'hold':
+        held['record'] = coll.get(args, rec=True, txn=txn)
+        return held['record'] is None
     if kind == 'put':
         value, blind = args
         return coll.put(value, blind=blind, txn=txn).key
     if kind == 'delete':
         deleted = coll.delete(args, txn=txn)   # each twin's own Record class
         return None if deleted is None else (deleted.key, deleted.data)
-    if kind == 'update':
+    if kind in ('update', 'put_held'):
         key, tag, rekey, blind = args
-        record = coll.get(key, rec=True, txn=txn)
+        record = coll.get(key, rec=True, txn=txn) if kind == 'update' else held.get('record')
         if record is None:
             return 'missing'
         record.data['tag'] = tag
         if rekey is not None:
             record.key = rekey      # a Record may be moved to another key
-        return coll.put(record, blind=blind, txn=txn).key
+        held['record'] = coll.put(record, blind=blind, txn=txn)
+        return held['record'].key
     return coll.get(args, default='missing', txn=txn)
 
 
-# Few keys, so that reads find what earlier writes stored.
-few_keys = st.sampled_from([0, 1, 2, 'a', ''])
+# Few keys and tags, so that reads find what earlier writes stored and
+# puts replace each other's entries.
+few_keys = st.sampled_from([0, 1, 'a'])
+few_tags = st.sampled_from([None, 0, 1, 'x', [0, 1], object()])
 puts = st.tuples(st.just('put'), st.tuples(
-    st.fixed_dictionaries({'k': few_keys, 'tag': tags, 'v': st.integers()}), st.booleans()))
-updates = st.tuples(st.just('update'), st.tuples(few_keys, tags, st.none() | st.none() | few_keys,
-                                                 st.booleans()))
+    st.fixed_dictionaries({'k': few_keys, 'tag': few_tags, 'v': st.integers(0, 3)}),
+    st.booleans()))
+updates = st.tuples(st.sampled_from(['update', 'put_held']), st.tuples(
+    few_keys, few_tags, st.none() | st.none() | few_keys, st.booleans()))
 txn_ops = st.lists(st.lists(st.one_of(
-    puts, puts, updates, updates, st.tuples(st.just('delete'), few_keys),
-    st.tuples(st.just('get'), few_keys)), min_size=1, max_size=8), min_size=1, max_size=4)
+    puts, puts, updates, updates, st.tuples(st.just('hold'), few_keys),
+    st.tuples(st.just('delete'), few_keys), st.tuples(st.just('get'), few_keys)),
+    min_size=1, max_size=8), min_size=1, max_size=4)
+_PUT_0 = ('put', ({'k': 0, 'tag': 0, 'v': 0}, False))
+_PUT_X = ('put', ({'k': 0, 'tag': 'x', 'v': 0}, False))
 
 
 @pytest.mark.parametrize('engine', ['ListEngine', 'LmdbEngine'])
 @given(txns=txn_ops)
-def test_record_twins_agree_on_records_put_back_in_their_transaction(engine, txns, tmp_path_factory):
-    """Same results, exception types and engine bytes when a transaction reads
-    records and puts them back: the paths that reuse what the read found
-    (and, on LMDB, replace a record in one lookup) are compared too."""
+# The stored version changed after the Record was read: by a write in the
+# same transaction, or by another transaction.
+@example(txns=[[_PUT_0], [('update', (0, 1, None, False)), _PUT_X,
+                          ('put_held', (0, 0, None, False))]])
+@example(txns=[[_PUT_0], [('hold', 0)], [_PUT_X], [('put_held', (0, 1, None, False))]])
+def test_record_twins_agree_on_records_put_back(engine, txns, tmp_path_factory):
+    """Same results, exception types and engine bytes when records read are
+    put back: at once (the writer reuses what the read found and, on LMDB,
+    replaces a record in one lookup), after other writes, or in a later
+    transaction (when it must read the stored version again)."""
     base = tmp_path_factory.mktemp('twins')
     pure = _twin_store_on(PURE, engine, str(base / 'pure'))
     fast = _twin_store_on(FAST, engine, str(base / 'fast'))
+    pure_held, fast_held = {}, {}
     try:
         for ops in txns:
             with pure[0].begin(write=True) as pure_txn, fast[0].begin(write=True) as fast_txn:
                 for op in ops:
-                    assert (outcome(_apply_in, pure_txn, pure[1], op)
-                            == outcome(_apply_in, fast_txn, fast[1], op)), op
+                    assert (outcome(_apply_in, pure_txn, pure[1], pure_held, op)
+                            == outcome(_apply_in, fast_txn, fast[1], fast_held, op)), op
         assert list(pure[0].engine.items()) == list(fast[0].engine.items())
     finally:
         pure[0].close()
