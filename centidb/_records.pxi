@@ -248,7 +248,7 @@ cdef class RecordWriter:
         cdef bytes key_bytes, value, entry_tail, entry, prefix = self.prefix
         cdef bytes header = self.header, lo = None, hi = None
         cdef list entries, writes = [], keys = [], counts = [], stale = []
-        cdef set seen = set()
+        cdef set distinct = set()
         cdef tuple key
         cdef bint too_long
         if not self.usable or (not counting and self.key_func is None):
@@ -286,14 +286,14 @@ cdef class RecordWriter:
                 writes.append(untracked((entry, b'')))
             if reads:
                 counts.append(len(entries))
-                seen.add(key_bytes)
+                distinct.add(key_bytes)
                 if lo is None or key_bytes < lo:
                     lo = key_bytes
                 if hi is None or key_bytes > hi:
                     hi = key_bytes
         if reads and keys:
             stored = etxn.first(lo, hi + b'\x00') is not None
-            if stored or len(seen) < len(keys):
+            if stored or len(distinct) < len(keys):
                 writes, stale = self.merge_stored(etxn, writes, counts, start, stored)
         for entry in stale:
             etxn.delete(entry)

@@ -367,7 +367,7 @@ class RecordWriter:
         keys: list[Key] = []
         # With reads: how many entries follow each record's pair in writes.
         counts: list[int] = []
-        seen: set[bytes] = set()
+        distinct: set[bytes] = set()   # the keys, each once
         lo = hi = _EMPTY
         next_id = first_id
         for data in datas:
@@ -389,7 +389,7 @@ class RecordWriter:
             writes += [(entry, _EMPTY) for entry in entries]
             if reads:
                 counts.append(len(entries))
-                seen.add(key_bytes)
+                distinct.add(key_bytes)
                 if not lo or key_bytes < lo:
                     lo = key_bytes
                 if key_bytes > hi:
@@ -398,7 +398,7 @@ class RecordWriter:
         if reads and keys:
             # Nothing to read unless a record is stored between lo and hi.
             stored = etxn.first(lo, hi + b'\x00') is not None
-            if stored or len(seen) < len(keys):
+            if stored or len(distinct) < len(keys):
                 writes, stale = self.merge_stored(etxn, writes, counts, start, stored)
         # Everything that can fail has run: from here on, writes.
         for entry in stale:

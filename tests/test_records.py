@@ -74,10 +74,14 @@ def test_index_entries_matches_packs_of_lists():
 
 # --- RecordWriter and RecordReader: the put and get hot paths ------------------
 
-def _twin_store(twins, limit):
-    """A store whose collection 'c' uses the writer and reader of `twins`."""
+def _twin_store(twins, limit, engine='ListEngine', path=None):
+    """A store on `engine` (at `path`, but for ListEngine) whose collection
+    'c' uses the writer and reader of `twins`; keys of at most `limit` bytes."""
     import centidb
-    store = centidb.open('ListEngine')
+    if engine == 'ListEngine':
+        store = centidb.open(engine)
+    else:
+        store = centidb.open(engine, path=path, sync=False)
     store.engine.max_key_size = limit
     with mock.patch.object(records, 'RecordWriter', twins.RecordWriter), \
             mock.patch.object(records, 'RecordReader', twins.RecordReader):
@@ -89,21 +93,43 @@ def _twin_store(twins, limit):
     return store, coll
 
 
-def _apply(store, coll, op):
+def _apply_in(txn, coll, held, op):
+    """One operation in `txn`. 'update' puts back a Record it reads and keeps
+    the Record put returns in `held`, 'hold' keeps a Record it reads there;
+    'put_held' puts that one back, later in the transaction or in a later one."""
     kind, args = op
-    with store.begin(write=kind == 'put') as txn:
-        if kind == 'put':
-            value, key, blind = args
-            return coll.put(value, key=key, blind=blind, txn=txn).key
-        if kind == 'delete':
-            return coll.delete(args, txn=txn)
-        if kind == 'get':
-            return coll.get(args, default='missing', txn=txn)
-        if kind == 'scan':
-            index = coll.indices['tag']
-            return (list(index.items(txn=txn)), list(index.values(reverse=True, txn=txn)),
-                    list(index.values(lo=args, max=2, txn=txn)))
+    if kind == 'put':
+        value, key, blind = args
+        return coll.put(value, key=key, blind=blind, txn=txn).key
+    if kind == 'delete':
+        deleted = coll.delete(args, txn=txn)   # each twin's own Record class
+        return None if deleted is None else (deleted.key, deleted.data)
+    if kind == 'get':
+        return coll.get(args, default='missing', txn=txn)
+    if kind == 'scan':
+        index = coll.indices['tag']
+        return (list(index.items(txn=txn)), list(index.values(reverse=True, txn=txn)),
+                list(index.values(lo=args, max=2, txn=txn)))
+    if kind == 'index':
         return coll.indices['tag'].get(args, default='missing', txn=txn)
+    if kind == 'hold':
+        held['record'] = coll.get(args, rec=True, txn=txn)
+        return held['record'] is None
+    key, tag, rekey, blind = args     # 'update' or 'put_held'
+    record = coll.get(key, rec=True, txn=txn) if kind == 'update' else held.get('record')
+    if record is None:
+        return 'missing'
+    record.data['tag'] = tag
+    if rekey is not None:
+        record.key = rekey      # a Record may be moved to another key
+    held['record'] = coll.put(record, blind=blind, txn=txn)
+    return held['record'].key
+
+
+def _apply(store, coll, op):
+    """One operation in a transaction of its own."""
+    with store.begin(write=op[0] in ('put', 'delete')) as txn:
+        return _apply_in(txn, coll, {}, op)
 
 
 small_keys = st.one_of(st.integers(-3, 3), st.text(max_size=3),
@@ -137,66 +163,21 @@ def test_record_writer_and_reader_twins_agree(ops, limit):
         fast[0].close()
 
 
-def _twin_store_on(twins, engine, path):
-    """A store on `engine` (at `path` for LMDB) whose collection 'c', keyed
-    by ``rec['k']`` with an index on ``rec['tag']``, uses the writer and
-    reader of `twins`; keys of at most 40 bytes."""
-    import centidb
-    if engine == 'ListEngine':
-        store = centidb.open(engine)
-    else:
-        store = centidb.open(engine, path=path, sync=False)
-    store.engine.max_key_size = 40
-    with mock.patch.object(records, 'RecordWriter', twins.RecordWriter), \
-            mock.patch.object(records, 'RecordReader', twins.RecordReader):
-        coll = store.collection('c', key_func=lambda rec: rec['k'])
-        coll.add_index('tag', lambda rec: rec['tag'])
-    assert type(coll.records.writer) is twins.RecordWriter
-    return store, coll
-
-
-def _apply_in(txn, coll, held, op):
-    """One operation in `txn`. 'update' puts back a Record it reads and keeps
-    the Record put returns in `held`, 'hold' keeps a Record it reads there;
-    'put_held' puts that one back, later in the transaction or in a later one."""
-    kind, args = op
-    if kind == 'hold':
-        held['record'] = coll.get(args, rec=True, txn=txn)
-        return held['record'] is None
-    if kind == 'put':
-        value, blind = args
-        return coll.put(value, blind=blind, txn=txn).key
-    if kind == 'delete':
-        deleted = coll.delete(args, txn=txn)   # each twin's own Record class
-        return None if deleted is None else (deleted.key, deleted.data)
-    if kind in ('update', 'put_held'):
-        key, tag, rekey, blind = args
-        record = coll.get(key, rec=True, txn=txn) if kind == 'update' else held.get('record')
-        if record is None:
-            return 'missing'
-        record.data['tag'] = tag
-        if rekey is not None:
-            record.key = rekey      # a Record may be moved to another key
-        held['record'] = coll.put(record, blind=blind, txn=txn)
-        return held['record'].key
-    return coll.get(args, default='missing', txn=txn)
-
-
 # Few keys and tags, so that reads find what earlier writes stored and
 # puts replace each other's entries.
 few_keys = st.sampled_from([0, 1, 'a'])
 few_tags = st.sampled_from([None, 0, 1, 'x', [0, 1], object()])
 puts = st.tuples(st.just('put'), st.tuples(
     st.fixed_dictionaries({'k': few_keys, 'tag': few_tags, 'v': st.integers(0, 3)}),
-    st.booleans()))
+    st.none(), st.booleans()))
 updates = st.tuples(st.sampled_from(['update', 'put_held']), st.tuples(
     few_keys, few_tags, st.none() | st.none() | few_keys, st.booleans()))
 txn_ops = st.lists(st.lists(st.one_of(
     puts, puts, updates, updates, st.tuples(st.just('hold'), few_keys),
     st.tuples(st.just('delete'), few_keys), st.tuples(st.just('get'), few_keys)),
     min_size=1, max_size=8), min_size=1, max_size=4)
-_PUT_0 = ('put', ({'k': 0, 'tag': 0, 'v': 0}, False))
-_PUT_X = ('put', ({'k': 0, 'tag': 'x', 'v': 0}, False))
+_PUT_0 = ('put', ({'k': 0, 'tag': 0, 'v': 0}, None, False))
+_PUT_X = ('put', ({'k': 0, 'tag': 'x', 'v': 0}, None, False))
 
 
 @pytest.mark.parametrize('engine', ['ListEngine', 'LmdbEngine'])
@@ -212,8 +193,8 @@ def test_record_twins_agree_on_records_put_back(engine, txns, tmp_path_factory):
     replaces a record in one lookup), after other writes, or in a later
     transaction (when it must read the stored version again)."""
     base = tmp_path_factory.mktemp('twins')
-    pure = _twin_store_on(PURE, engine, str(base / 'pure'))
-    fast = _twin_store_on(FAST, engine, str(base / 'fast'))
+    pure = _twin_store(PURE, 40, engine, str(base / 'pure'))
+    fast = _twin_store(FAST, 40, engine, str(base / 'fast'))
     pure_held, fast_held = {}, {}
     try:
         for ops in txns:
