@@ -220,3 +220,21 @@ def test_lock_file_places(tmp_path, kind, cli):
         result = cli('compact', single, '--engine', 'lmdb', '--option', 'subdir=false')
         assert result.returncode == 2
         assert 'centidb backup' in one_line(result.stderr)
+
+
+def test_without_flock_the_store_opens_and_compact_refuses(tmp_path, kind, cli,
+                                                           monkeypatch):
+    import errno
+    import fcntl
+    path = tmp_path / 'db'
+    make_store(kind, path)
+
+    def no_flock(fd, operation):
+        raise OSError(errno.ENOLCK, 'No locks available')
+    monkeypatch.setattr(fcntl, 'flock', no_flock)
+    with open_store(kind, path) as store:
+        assert not store.engine.store_lock.held
+        assert len(store.collection('log')) == 200
+    result = cli('compact', path)
+    assert result.returncode == 3
+    assert 'could not be locked' in one_line(result.stderr)

@@ -14,7 +14,9 @@ in the store's directory (for an LMDB data file opened with
 ``subdir=False``, on ``FILE-centidb.lock`` beside it), taken before the
 engine opens the store and released when it closes. Any number of
 engines, in any number of processes, share it; the system releases it when
-a process dies, however it dies.
+a process dies, however it dies. A child made by ``fork()`` shares its
+parent's lock until it exits or runs another program (the file is not
+inherited across ``exec``).
 
 An operation that rewrites the store's files (``centidb compact``) makes
 the lock exclusive with :meth:`StoreLock.make_exclusive`. That succeeds
@@ -25,8 +27,8 @@ and while it is held no engine can open the store: it fails at once with
 Only engines that open the store through centidb take the lock; a program
 that opens the files with LMDB or LevelDB directly is not seen. Where the
 lock file can be neither created nor opened (a read-only directory without
-one), the engine opens the store unlocked; nothing can rewrite its files
-there. On systems without ``fcntl.flock`` (Windows), there is no lock and
+one), or the file system has no ``flock``, the engine opens the store
+unlocked, and :meth:`StoreLock.make_exclusive` refuses. On systems without ``fcntl.flock`` (Windows), there is no lock and
 :meth:`StoreLock.make_exclusive` always refuses.
 """
 
@@ -231,7 +233,7 @@ class StoreLock:
         except OSError as exc:
             os.close(fd)
             if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-                raise
+                return      # a file system without flock: unlocked
             raise DatabaseLockedError(
                 f'the store {store!r} is being rewritten by another process '
                 f'(centidb compact holds {path!r} exclusively); open it again '
@@ -246,7 +248,8 @@ class StoreLock:
     def make_exclusive(self, operation: str) -> None:
         """Hold the lock exclusively, without waiting, or raise.
 
-        On failure the lock stays shared.
+        On failure the lock stays shared (unless another process took it
+        exclusively meanwhile: then :attr:`held` is false).
 
         :param operation: what needs the store to itself, for the message
             (``'compact'``).
@@ -263,10 +266,17 @@ class StoreLock:
             fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-                raise
+                raise DatabaseLockedError(
+                    f'{operation} needs the store {self.store!r} to itself, but '
+                    f'its lock file {self.path!r} cannot be locked exclusively '
+                    f'({exc}); not changing it') from exc
             # A failed conversion may have dropped the shared lock: take it
-            # again (only shared holders are there, so this succeeds).
-            fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            # again. That fails only if another process took the lock
+            # exclusively in between; this one then holds none.
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:
+                self.release()
             raise DatabaseLockedError(
                 f'{operation} needs the store {self.store!r} to itself, but '
                 f'another process (or another open engine in this process) '
