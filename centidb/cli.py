@@ -5,8 +5,10 @@ centidb SUBCOMMAND ...``; ``docs/cli.rst`` has a worked session. Data goes to
 stdout (JSON Lines where there are records); messages, and progress bars
 when stderr is a terminal, go to stderr. :func:`main` returns the exit
 status: 0 success, 1 problems found (``verify``) or no such key (``get``),
-2 usage error, 3 the store could not be opened, read or written, 4 the
-``--app`` callable failed, 130 interrupted.
+2 usage error, 3 the store (or another file) could not be opened, read or
+written, 4 the ``--app`` callable failed, 5 an unexpected error (a bug),
+130 interrupted. Every failure is one line on stderr naming the error's
+class; the global ``--debug`` option prints the traceback too.
 """
 
 from __future__ import annotations
@@ -14,13 +16,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import traceback
 from typing import IO, Callable, Sequence
 
 from centidb import cli_commands, cli_dump
 from centidb.cli_common import (
-    EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE, CliError,
+    EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE, CliError,
 )
-from centidb.errors import CentiError
+from centidb.errors import (
+    CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
+    StoreFormatError,
+)
 
 __all__ = ['main', 'make_parser', 'run']
 
@@ -28,9 +34,16 @@ Command = Callable[[argparse.Namespace, IO[str]], int]
 
 _EPILOG = """\
 exit status: 0 success; 1 problems found (verify) or no such key (get);
-2 usage error; 3 the store could not be opened, read or written;
-4 the --app callable failed; 130 interrupted.
+2 usage error; 3 the store (or another file) could not be opened, read or
+written; 4 the --app callable failed; 5 an unexpected error (a bug: rerun
+with --debug and report it); 130 interrupted.
 """
+
+#: The longest error message printed, in characters (the rest is cut).
+MESSAGE_LIMIT = 1000
+
+# The error classes that mean the store's bytes are damaged.
+_DAMAGE = (CorruptKeyError, CorruptRecordError, IndexInconsistentError, StoreFormatError)
 
 
 def _common() -> argparse.ArgumentParser:
@@ -50,6 +63,8 @@ def _common() -> argparse.ArgumentParser:
                             'from the store)')
     group.add_argument('-q', '--quiet', action='store_true',
                        help='no progress bars or notes on stderr')
+    group.add_argument('--debug', action='store_true', default=argparse.SUPPRESS,
+                       help='on an error, print the traceback too')
     return common
 
 
@@ -70,6 +85,8 @@ def make_parser() -> argparse.ArgumentParser:
         prog='centidb', description='Inspect, check, dump, load, back up and copy '
                                     'centidb stores.',
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--debug', action='store_true',
+                        help='on an error, print the traceback too')
     commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     common = [_common()]
 
@@ -124,10 +141,44 @@ def make_parser() -> argparse.ArgumentParser:
                      help='the engine of STORE, if its files do not tell')
 
     sub = add('compact', cli_commands.cmd_compact,
-              'LevelDB: compact now; LMDB: rewrite the file compacted (needs --offline)')
+              'LevelDB: compact now; LMDB: rewrite the file compacted; refused while '
+              'any other process has STORE open')
     sub.add_argument('--offline', action='store_true',
-                     help='LMDB: no other process has STORE open (the file is replaced)')
+                     help='deprecated and ignored (compact checks that no other process '
+                          'has STORE open)')
     return parser
+
+
+def _one_line(text: str) -> str:
+    """`text` on one line, cut at :data:`MESSAGE_LIMIT` characters."""
+    line = ' '.join(text.split())
+    if len(line) > MESSAGE_LIMIT:
+        line = line[:MESSAGE_LIMIT] + '...'
+    return line
+
+
+def _classify(exc: Exception) -> tuple[int, str]:
+    """The exit status for `exc`, and the message line's text after ``error:``."""
+    name = type(exc).__name__
+    text = _one_line(str(exc))
+    hint = ''
+    if isinstance(exc, _DAMAGE) or isinstance(exc.__cause__, _DAMAGE):
+        hint = (" (the store may be damaged: 'centidb verify' lists what it finds; "
+                "restore it from a backup)")
+    if isinstance(exc, CliError):
+        return exc.status, text + hint
+    if isinstance(exc, CentiError):
+        return EXIT_STORE, f'{name}: {text}{hint}'
+    module = type(exc).__module__.partition('.')[0]
+    if module in ('lmdb', 'plyvel'):
+        if exc.args and isinstance(exc.args[0], bytes):     # plyvel's messages
+            text = _one_line(exc.args[0].decode('utf-8', 'replace'))
+        return EXIT_STORE, (f'{module}.{name}: {text} (the store may be damaged; an '
+                            f'engine error that centidb did not translate: please report it)')
+    if isinstance(exc, OSError):
+        return EXIT_STORE, f'{name}: {text}'
+    return EXIT_INTERNAL, (f'unexpected {name}: {text} (a bug in centidb or in --app '
+                           f'code: rerun with --debug for the traceback, and report it)')
 
 
 def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
@@ -146,12 +197,6 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         status: int = args.func(args, stream)
         stream.flush()
         return status
-    except CliError as exc:
-        print(f'centidb {args.command}: error: {exc}', file=sys.stderr)
-        return exc.status
-    except CentiError as exc:
-        print(f'centidb {args.command}: error: {type(exc).__name__}: {exc}', file=sys.stderr)
-        return EXIT_STORE
     except KeyboardInterrupt:
         print(f'centidb {args.command}: interrupted', file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -160,6 +205,12 @@ def main(argv: Sequence[str] | None = None, out: IO[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())   # Python's flush at exit goes nowhere
         return EXIT_OK
+    except Exception as exc:
+        status, text = _classify(exc)
+        if args.debug:
+            traceback.print_exc()
+        print(f'centidb {args.command}: error: {text}', file=sys.stderr)
+        return status
 
 
 def run() -> None:

@@ -60,7 +60,8 @@ def collection_of(store: Store, name: str) -> Collection:
     try:
         return store.collection(name)
     except CentiError as exc:
-        raise CliError(f'cannot open collection {name!r}: {exc}') from None
+        raise CliError(f'cannot open collection {name!r}: {type(exc).__name__}: {exc}') \
+            from exc
 
 
 def parse_key(text: str, what: str) -> tuple[Any, ...]:
@@ -330,7 +331,7 @@ def cmd_backup(args: argparse.Namespace, out: IO[str]) -> int:
             try:
                 source.backup(args.dest)
             except CentiError as exc:
-                raise CliError(str(exc)) from None
+                raise CliError(f'{type(exc).__name__}: {exc}') from exc
             return EXIT_OK
         # LevelDB: a read transaction is a snapshot; copy it into a new database.
         dest = _empty_dest(args.dest, type(source).__name__, {})
@@ -370,33 +371,41 @@ def cmd_copy(args: argparse.Namespace, out: IO[str]) -> int:
 def cmd_compact(args: argparse.Namespace, out: IO[str]) -> int:
     """``compact STORE``: LevelDB compacts in place; LMDB is rewritten compacted.
 
-    LMDB never shrinks its file in place, so with ``--offline`` (the caller
-    promises no other process has the store open) a compacting copy
-    replaces the data file; without it nothing is changed and the exit
-    status is a usage error.
+    First the store's lock (:mod:`centidb.engines.paths`) is made exclusive,
+    which proves that no other process, and no other engine in this
+    process, has the store open; if one has, nothing is changed and
+    :class:`~centidb.errors.DatabaseLockedError` is raised (exit status 3).
+    Processes that try to open the store meanwhile fail with that error.
+    LMDB never shrinks its file in place, so a compacting copy replaces the
+    data file. ``--offline`` is accepted and ignored, with a warning.
 
     :param args: the parsed command line (``argparse.Namespace``).
     :param out: the stream data is written to.
     :returns: the exit status.
     """
+    if args.offline:
+        os.write(2, b'centidb compact: warning: --offline is deprecated and ignored: '
+                    b'compact checks that no other process has the store open\n')
     engine = open_engine(args.store, args.engine, parse_options(args.option))
     try:
+        if not isinstance(engine, (LmdbEngine, PlyvelEngine)):
+            raise CliError(f'{type(engine).__name__} cannot be compacted')
+        engine.store_lock.make_exclusive('compact')
         if isinstance(engine, PlyvelEngine):
             engine.compact()
             return EXIT_OK
-        if not isinstance(engine, LmdbEngine):
-            raise CliError(f'{type(engine).__name__} cannot be compacted')
-        if not args.offline:
-            raise CliError('LMDB compacts only by rewriting its file, which would lose the '
-                           'writes of any other process that has it open: pass --offline '
-                           'if none has, or write a compacted copy with "centidb backup '
-                           'STORE DEST"', EXIT_USAGE)
+        if not os.path.isdir(engine.path):
+            raise CliError(f'compact rewrites LMDB stores kept in a directory; '
+                           f'{args.store!r} is a data file (subdir=False): write a '
+                           f'compacted copy with "centidb backup STORE DEST"',
+                           EXIT_USAGE)
         data_file = os.path.join(engine.path, 'data.mdb')
         before = os.path.getsize(data_file)
         scratch = tempfile.mkdtemp(prefix='.compact-', dir=engine.path)
         try:
             engine.backup(scratch, compact=True)
-            engine.close()
+            # Still holding the lock exclusively: nobody can open the store
+            # between the replace and the close below.
             os.replace(os.path.join(scratch, 'data.mdb'), data_file)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -21,10 +21,11 @@ from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 from centidb import encodings, keylib
 from centidb.engines import ENGINES, Engine, EngineTransaction
+from centidb.errors import CentiError
 from centidb.store import Store
 
 __all__ = ['CliError', 'EXIT_OK', 'EXIT_PROBLEMS', 'EXIT_USAGE', 'EXIT_STORE', 'EXIT_APP',
-           'EXIT_INTERRUPTED', 'ENGINE_ALIASES', 'engine_name', 'detect_engine',
+           'EXIT_INTERNAL', 'EXIT_INTERRUPTED', 'ENGINE_ALIASES', 'engine_name', 'detect_engine',
            'parse_options', 'open_engine', 'open_store', 'load_app', 'progress',
            'CollectionMeta', 'read_metadata', 'disk_size', 'write_line']
 
@@ -37,10 +38,14 @@ EXIT_OK = 0
 EXIT_PROBLEMS = 1
 #: Exit status: the command line is wrong (argparse's own status).
 EXIT_USAGE = 2
-#: Exit status: the store could not be opened, read or written.
+#: Exit status: the store could not be opened, read or written (it is
+#: damaged, locked, missing...), or another file could not be.
 EXIT_STORE = 3
 #: Exit status: the ``--app`` callable could not be imported or failed.
 EXIT_APP = 4
+#: Exit status: an unexpected error, one that is not a centidb error nor an
+#: ``OSError``: a bug in centidb or in the ``--app`` code.
+EXIT_INTERNAL = 5
 #: Exit status: interrupted (Ctrl-C), as shells report SIGINT.
 EXIT_INTERRUPTED = 130
 
@@ -126,11 +131,14 @@ def open_engine(path: str, engine: str | None, options: dict[str, Any], *,
     :param options: engine keyword options.
     :param create: create the store if it is missing.
     :raises CliError: if there is no store at `path` and `create` is false,
-        or the engine cannot open it.
+        or the engine cannot open it (with a centidb error or an
+        ``OSError``; other exceptions propagate).
     """
     name = engine_name(engine) if engine else detect_engine(path)
     if name is None:
         if not create:
+            if not os.path.lexists(path):
+                raise CliError(f'no store at {path!r}: no such file or directory')
             raise CliError(f'no LMDB or LevelDB store at {path!r} '
                            f'(give --engine if it is another kind)')
         name = 'LmdbEngine'
@@ -141,10 +149,11 @@ def open_engine(path: str, engine: str | None, options: dict[str, Any], *,
         if name == 'PlyvelEngine':
             return engine_class(name=path, **kwargs)    # type: ignore[call-arg]
         return engine_class(path=path, **kwargs)        # type: ignore[call-arg]
-    except TypeError as exc:
-        raise CliError(f'bad engine option for {name}: {exc}', EXIT_USAGE) from None
-    except Exception as exc:
-        raise CliError(f'cannot open {path!r} with {name}: {exc}') from None
+    except (CentiError, OSError) as exc:
+        raise CliError(f'cannot open {path!r} with {name}: {type(exc).__name__}: {exc}') \
+            from exc
+    except (TypeError, ValueError) as exc:
+        raise CliError(f'bad engine option for {name}: {exc}', EXIT_USAGE) from exc
 
 
 def open_store(path: str, engine: str | None, options: dict[str, Any], *,
@@ -165,9 +174,12 @@ def open_store(path: str, engine: str | None, options: dict[str, Any], *,
     instance = open_engine(path, engine, options, create=create)
     try:
         store = Store(instance)
-    except Exception as exc:
+    except BaseException as exc:
         instance.close()
-        raise CliError(f'cannot open the store at {path!r}: {exc}') from None
+        if isinstance(exc, CentiError):
+            raise CliError(f'cannot open the store at {path!r}: {type(exc).__name__}: '
+                           f'{exc}') from exc
+        raise
     try:
         if allow_pickle:
             store.add_encoder(encodings.PICKLE_ENCODER)

@@ -206,17 +206,14 @@ def test_copy_to_another_engine_and_compact(work, store_path, engine):
     cli('copy', store_path, dest, '--engine', other, cwd=work, check=0)
     assert contents(dest, other) == contents(store_path, engine)
     assert cli('copy', store_path, dest, '--engine', other, cwd=work).returncode == 3
-    if engine == 'lmdb':
-        assert cli('compact', store_path, cwd=work).returncode == 2     # not --offline
-        cli('compact', store_path, '--offline', cwd=work, check=0)
-    else:
-        cli('compact', store_path, cwd=work, check=0)
-        cli('compact', dest, '--offline', cwd=work, check=0)
+    cli('compact', store_path, cwd=work, check=0)
+    offline = cli('compact', dest, '--offline', cwd=work, check=0)   # deprecated, ignored
+    assert '--offline is deprecated and ignored' in offline.stderr
     assert contents(store_path, engine) == contents(dest, other)
     assert cli('verify', store_path, cwd=work).returncode == 0
 
 
-def test_lmdb_compact_offline_shrinks_the_file_and_keeps_every_record(work):
+def test_lmdb_compact_shrinks_the_file_and_keeps_every_record(work):
     path = work / 'big.lmdb'
     store = centidb.open('LmdbEngine', path=str(path))
     coll = store.collection('rows', key_func=lambda r: r['n'])
@@ -225,7 +222,7 @@ def test_lmdb_compact_offline_shrinks_the_file_and_keeps_every_record(work):
     coll.delete_many([(n,) for n in range(100, 3000)])
     store.close()
     before = os.path.getsize(path / 'data.mdb')
-    cli('compact', path, '--offline', cwd=work, check=0)
+    cli('compact', path, cwd=work, check=0)
     assert os.path.getsize(path / 'data.mdb') < before / 4
     assert [p for p in path.iterdir() if p.name.startswith('.compact')] == []
     store = centidb.open('LmdbEngine', path=str(path))

@@ -16,6 +16,7 @@ from centidb.engines.base import (
     chunked,
     _check_bounds,
 )
+from centidb.engines.paths import StoreLock, lock_path
 from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.engines.writelog import _CompactWriteLog
 from centidb.errors import (
@@ -153,7 +154,9 @@ class PlyvelEngine(Engine):
     :raises ~centidb.errors.DatabaseNotFoundError: if the database does not
         exist and `create_if_missing` is false.
     :raises ~centidb.errors.DatabaseLockedError: if the database is open
-        elsewhere (another process or handle).
+        elsewhere (another process or handle), or another process is
+        rewriting its files (``centidb compact``; see
+        :mod:`centidb.engines.paths`).
     :raises ~centidb.errors.DatabasePathError: if `name` is a file, a parent
         of it is a file, or it holds something other than a LevelDB database
         (:class:`~centidb.errors.DatabasePermissionError`: if this process
@@ -175,12 +178,18 @@ class PlyvelEngine(Engine):
             self.path, what='LevelDB', create=create_if_missing,
             marker='CURRENT', own_name=_LEVELDB_FILE.match,
             others=_NOT_LEVELDB)
+        #: The shared lock on the store's lock file (see :mod:`centidb.engines.paths`).
+        self.store_lock = StoreLock(lock_path(self.path), self.path)
         try:
             self._db: _PlyvelDB = plyvel.DB(
                 self.path, create_if_missing=create_if_missing,
                 **plyvel_options)
         except plyvel.Error as exc:
+            self.store_lock.release()
             raise _open_error(self.path, exc, existed) from exc
+        except BaseException:
+            self.store_lock.release()
+            raise
 
     def _describe(self) -> str:
         return f'{type(self).__name__}({self.path!r})'
@@ -214,6 +223,7 @@ class PlyvelEngine(Engine):
 
     def _close(self) -> None:
         self._db.close()
+        self.store_lock.release()
         # A closed plyvel.DB left for exit time prints an error; every method
         # checks _closed before it would use _db.
         self._db = None  # type: ignore[assignment]

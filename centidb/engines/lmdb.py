@@ -26,6 +26,7 @@ from centidb.engines.base import (
     chunked,
     _not_bytes,
 )
+from centidb.engines.paths import StoreLock, lock_path
 from centidb.engines.paths import file_on_path as _file_on_path
 from centidb.engines.paths import make_directories as _make_directories
 from centidb.engines.paths import prepare_directory as _prepare_directory
@@ -99,7 +100,8 @@ class LmdbEngine(Engine):
     :raises ~centidb.errors.DatabaseNotFoundError: if the database does not
         exist and `create_if_missing` is false.
     :raises ~centidb.errors.DatabaseLockedError: if this process already has
-        the database open.
+        the database open, or another process is rewriting its files
+        (``centidb compact``; see :mod:`centidb.engines.paths`).
     :raises ~centidb.errors.DatabasePathError: if `path` is a file (a
         directory with ``subdir=False``), a parent of it is a file, or it
         holds something other than an LMDB database
@@ -148,12 +150,19 @@ class LmdbEngine(Engine):
         else:
             data_file = self.path
             self._prepare_file(create_if_missing)
+        #: The shared lock on the store's lock file (see :mod:`centidb.engines.paths`).
+        self.store_lock = StoreLock(lock_path(self.path, subdir=lmdb_options['subdir']),
+                                    self.path)
         try:
             self._env = lmdb.open(self.path, map_size=map_size,
                                   create=create_if_missing, sync=sync,
                                   **lmdb_options)
         except (lmdb.Error, OSError) as exc:
+            self.store_lock.release()
             raise self._open_error(exc, data_file) from exc
+        except BaseException:
+            self.store_lock.release()
+            raise
         self._last_reader_check = 0.0
         self._check_readers()
         self._page_size = self._env.stat()['psize']
@@ -393,6 +402,7 @@ class LmdbEngine(Engine):
 
     def _close(self) -> None:
         self._env.close()
+        self.store_lock.release()
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under `key`, or ``None``.

@@ -1,0 +1,240 @@
+"""The store lock: ``centidb compact`` proves that no other process has the store open.
+
+Every LMDB and LevelDB engine holds a shared ``flock`` on the store's
+``centidb.lock``; ``compact`` makes it exclusive without waiting. These
+tests run a second, real process that holds a store open (writing to it,
+or only holding it, or compacting it) and check what the other side sees.
+"""
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+import centidb
+from centidb.cli import main
+from centidb.engines import LmdbEngine, PlyvelEngine
+from centidb.engines.paths import LOCK_NAME, StoreLock, lock_path
+from centidb.errors import DatabaseLockedError, DatabaseNotFoundError
+
+TIMEOUT = 120
+KINDS = {'lmdb': 'LmdbEngine', 'leveldb': 'PlyvelEngine'}
+
+# argv: kind, store, mode, ready file, stop file. Modes: 'write' commits
+# one record at a time until stop exists and prints how many it committed;
+# 'hold' only keeps the store open; 'exclusive' holds the lock as compact does.
+HOLDER = '''
+import os, sys, time
+import centidb
+kind, path, mode, ready, stop = sys.argv[1:]
+if kind == 'lmdb':
+    store = centidb.open('LmdbEngine', path=path)
+else:
+    store = centidb.open('PlyvelEngine', name=path)
+if mode == 'exclusive':
+    store.engine.store_lock.make_exclusive('test')
+coll = store.collection('log')
+acked = 0
+deadline = time.monotonic() + 60
+while not os.path.exists(stop) and time.monotonic() < deadline:
+    if mode == 'write':
+        coll.put({'n': acked})
+        acked += 1
+    else:
+        time.sleep(0.01)
+    if acked == 100 or (mode != 'write' and not os.path.exists(ready)):
+        open(ready, 'w').close()
+store.close()
+print(acked)
+'''
+
+
+def open_store(kind, path, create=False):
+    if kind == 'lmdb':
+        return centidb.open('LmdbEngine', path=str(path))
+    return centidb.open('PlyvelEngine', name=str(path), create_if_missing=create)
+
+
+def make_store(kind, path, n=200):
+    with open_store(kind, path, create=True) as store:
+        store.collection('log').put_many([{'n': -i} for i in range(n)])
+
+
+def count(kind, path):
+    with open_store(kind, path) as store:
+        return len(store.collection('log'))
+
+
+class Result:
+    """A command line run in this process: its exit status and stderr."""
+
+    def __init__(self, capfd, args):
+        capfd.readouterr()
+        self.returncode = main([str(arg) for arg in args], out=io.StringIO())
+        self.stderr = capfd.readouterr().err
+
+
+@pytest.fixture
+def cli(capfd):
+    """Run the command line in this process (the other process is the test's)."""
+    return lambda *args: Result(capfd, args)
+
+
+class Holder:
+    """A second process holding the store at `path` open, in `mode`."""
+
+    def __init__(self, work, kind, path, mode):
+        script = work / 'holder.py'
+        script.write_text(textwrap.dedent(HOLDER))
+        self.ready, self.stop = work / f'ready-{mode}', work / f'stop-{mode}'
+        self.proc = subprocess.Popen(
+            [sys.executable, str(script), kind, str(path), mode, str(self.ready),
+             str(self.stop)], stdout=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + TIMEOUT
+        while not self.ready.exists():
+            assert self.proc.poll() is None, 'the holder process died'
+            assert time.monotonic() < deadline, 'the holder process never got ready'
+            time.sleep(0.02)
+
+    def finish(self):
+        """Stop the process; return how many records it committed."""
+        self.stop.touch()
+        out, _ = self.proc.communicate(timeout=TIMEOUT)
+        assert self.proc.returncode == 0
+        return int(out)
+
+    def kill(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.communicate(timeout=TIMEOUT)
+
+
+@pytest.fixture(params=sorted(KINDS))
+def kind(request):
+    pytest.importorskip('lmdb' if request.param == 'lmdb' else 'plyvel')
+    return request.param
+
+
+def one_line(stderr):
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+def data_files(path):
+    return {name: os.stat(path / name).st_ino for name in os.listdir(path)
+            if name.endswith(('.mdb', '.ldb', '.log'))}
+
+
+def test_compact_refused_while_another_process_writes(tmp_path, kind, cli):
+    path = tmp_path / 'db'
+    make_store(kind, path)
+    writer = Holder(tmp_path, kind, path, 'write')
+    try:
+        before = data_files(path)
+        result = cli('compact', path)
+        assert result.returncode == 3, result.stderr
+        line = one_line(result.stderr)
+        assert 'DatabaseLockedError' in line and repr(str(path)) in line, line
+        if kind == 'lmdb':
+            assert data_files(path)['data.mdb'] == before['data.mdb']   # not replaced
+    finally:
+        acked = writer.finish()
+    assert acked >= 100
+    assert count(kind, path) == 200 + acked     # every acknowledged commit is there
+    assert cli('compact', path).returncode == 0   # now nobody has it open
+    assert count(kind, path) == 200 + acked
+
+
+def test_a_killed_process_leaves_no_lock(tmp_path, kind, cli):
+    path = tmp_path / 'db'
+    make_store(kind, path)
+    Holder(tmp_path, kind, path, 'hold').kill()
+    result = cli('compact', path)
+    assert result.returncode == 0, result.stderr
+    assert count(kind, path) == 200
+
+
+def test_no_engine_opens_the_store_while_it_is_compacted(tmp_path, kind, cli):
+    path = tmp_path / 'db'
+    make_store(kind, path)
+    holder = Holder(tmp_path, kind, path, 'exclusive')
+    try:
+        with pytest.raises(DatabaseLockedError) as info:
+            open_store(kind, path)
+        assert 'being rewritten by another process' in str(info.value)
+        assert repr(str(path)) in str(info.value)
+        result = cli('info', path)
+        assert result.returncode == 3
+        assert 'DatabaseLockedError' in one_line(result.stderr)
+    finally:
+        holder.finish()
+    assert count(kind, path) == 200
+
+
+def test_another_engine_in_this_process_blocks_the_exclusive_lock(tmp_path, kind):
+    path = tmp_path / 'db'
+    make_store(kind, path)
+    engine = LmdbEngine(str(path)) if kind == 'lmdb' else PlyvelEngine(str(path))
+    first = StoreLock(lock_path(str(path)), str(path))
+    with pytest.raises(DatabaseLockedError, match='another open engine in this process'):
+        first.make_exclusive('compact')
+    engine.close()
+    second = StoreLock(lock_path(str(path)), str(path))
+    with pytest.raises(DatabaseLockedError):    # the failed attempt kept its shared lock
+        second.make_exclusive('compact')
+    second.release()
+    first.make_exclusive('compact')
+    with pytest.raises(DatabaseLockedError, match='being rewritten'):
+        LmdbEngine(str(path)) if kind == 'lmdb' else PlyvelEngine(str(path))
+    first.release()
+    first.release()     # twice is fine
+    assert not first.held
+    assert count(kind, path) == 200
+
+
+def test_lock_file_places(tmp_path, kind, cli):
+    path = tmp_path / 'db'
+    make_store(kind, path)
+    assert (path / LOCK_NAME).is_file()
+    # A directory holding only the lock file is an empty one.
+    empty = tmp_path / 'empty'
+    empty.mkdir()
+    (empty / LOCK_NAME).touch()
+    with pytest.raises(DatabaseNotFoundError) as info:
+        LmdbEngine(str(empty), create_if_missing=False) if kind == 'lmdb' else \
+            PlyvelEngine(str(empty))
+    assert 'other files' not in str(info.value)
+    make_store(kind, empty)
+    assert count(kind, empty) == 200
+    if kind == 'lmdb':
+        single = tmp_path / 'single.mdb'
+        with LmdbEngine(str(single), subdir=False) as engine:
+            engine.put(b'k', b'v')
+            assert engine.store_lock.path == f'{single}-{LOCK_NAME}'
+            assert os.path.isfile(engine.store_lock.path)
+        result = cli('compact', single, '--engine', 'lmdb', '--option', 'subdir=false')
+        assert result.returncode == 2
+        assert 'centidb backup' in one_line(result.stderr)
+
+
+def test_without_flock_the_store_opens_and_compact_refuses(tmp_path, kind, cli,
+                                                           monkeypatch):
+    import errno
+    import fcntl
+    path = tmp_path / 'db'
+    make_store(kind, path)
+
+    def no_flock(fd, operation):
+        raise OSError(errno.ENOLCK, 'No locks available')
+    monkeypatch.setattr(fcntl, 'flock', no_flock)
+    with open_store(kind, path) as store:
+        assert not store.engine.store_lock.held
+        assert len(store.collection('log')) == 200
+    result = cli('compact', path)
+    assert result.returncode == 3
+    assert 'could not be locked' in one_line(result.stderr)
