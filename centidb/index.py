@@ -470,7 +470,9 @@ class Indexed:
         :class:`~centidb.errors.IndexNotAddedError`. A new index on a
         collection that already holds records is filled in for them, in a
         write transaction of its own; if `func` raises meanwhile, the
-        exception propagates and the index is not created. The fill reads
+        exception propagates and the index is not created. That transaction
+        is run again if it conflicts with another client's (see
+        :meth:`~centidb.txn.TxnManager.retry_conflicts`). The fill reads
         the records in key order and writes their entries every 1,000
         records, so its own memory does not grow with the collection
         (LevelDB and the in-memory engine hold a transaction's writes in
@@ -504,7 +506,8 @@ class Indexed:
             raise TypeError(f'index function for {name!r} must be callable')
         if progress is not None and not callable(progress):
             raise TypeError(f'progress must be callable or None, not {progress!r}')
-        return self._index_set.add(name, func, bool(unique), progress)
+        index_set = self._index_set
+        return index_set.txns.retry_conflicts(index_set.add, name, func, bool(unique), progress)
 
     def drop_index(self, name: str) -> None:
         """Delete the index `name` and all its entries from the store.

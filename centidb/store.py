@@ -112,7 +112,8 @@ class Store(CollectionAdmin, StoreHooks):
             raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
         self.engine = engine
         self._txns = TxnManager(engine, self, on_write=self._refresh)
-        self._catalog = Catalog(self._txns)
+        # Clients creating one store at once may conflict: run it again.
+        self._catalog = self._txns.retry_conflicts(Catalog, self._txns)
         self._collections: dict[str, Collection] = {}
         self._commit_hooks: list[Callable[[list[Change]], object]] = []
         self._hooks_lock = threading.Lock()     # serializes registering and removing
@@ -142,7 +143,7 @@ class Store(CollectionAdmin, StoreHooks):
             packers it can number (127).
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
-        return self._catalog.add_encoder(encoder)
+        return self._txns.retry_conflicts(self._catalog.add_encoder, encoder)
 
     # --- collections --------------------------------------------------------------
 
@@ -153,7 +154,9 @@ class Store(CollectionAdmin, StoreHooks):
         """Create or reopen the collection `name` and return it.
 
         A new collection is recorded in this thread's open write transaction
-        (and forgotten if that aborts) or in one of its own. Calling this
+        (and forgotten if that aborts) or in one of its own, which is run
+        again if it conflicts with another client's (see
+        :meth:`~centidb.txn.TxnManager.retry_conflicts`). Calling this
         again in the same session returns the same object; the arguments
         must then agree with the first call (or be omitted).
 
@@ -206,6 +209,13 @@ class Store(CollectionAdmin, StoreHooks):
         for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
             if func is not None and not callable(func):
                 raise TypeError(f'{label} must be callable')
+        return self._txns.retry_conflicts(self._collection, name, key_func, txn_key_func,
+                                          encoder, packer, counter_name)
+
+    def _collection(self, name: str, key_func: Callable[[Any], Any] | None,
+                    txn_key_func: Callable[[Transaction, Any], Any] | None,
+                    encoder: Encoder | None, packer: Encoder | None,
+                    counter_name: str | None) -> Collection:
         with self._catalog.lock:
             coll = self._collections.get(name)
             if coll is not None:
