@@ -1,6 +1,6 @@
 """The store: :func:`open`, and :class:`Store`, which ties the layers together.
 
-``centidb.open('LmdbEngine', path=...)`` or ``Store(engine)`` gives a
+``centidb.open('lmdb', path=...)`` or ``Store(engine)`` gives a
 :class:`Store` on one engine. It holds the store's
 :class:`~centidb.txn.TxnManager` (transactions) and
 :class:`~centidb.catalog.Catalog` (metadata: format, collections, indexes,
@@ -66,12 +66,16 @@ def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> Encod
 def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A001 - the API name
     """Open (or create) a store on a new engine and return the :class:`Store`.
 
-    For example ``open('PlyvelEngine', name='x.ldb', create_if_missing=True)``.
-    Closing the store closes the engine; if the store cannot be opened, the
-    engine is closed before the error propagates.
+    For example ``open('lmdb', path='x.lmdb')`` or ``open('leveldb',
+    path='x.ldb', create_if_missing=True)``. Closing the store closes the
+    engine; if the store cannot be opened, the engine is closed before the
+    error propagates.
 
-    :param engine: an :class:`~centidb.engines.Engine` subclass or its name
-        in :data:`~centidb.engines.ENGINES` (``'MemoryEngine'``,
+    :param engine: an :class:`~centidb.engines.Engine` subclass, its short
+        name in :data:`~centidb.engines.ENGINE_ALIASES` (``'memory'``,
+        ``'leveldb'``, ``'lmdb'``, ``'etcd'``, as the command line's
+        ``--engine``; any case), or its class name in
+        :data:`~centidb.engines.ENGINES` (``'MemoryEngine'``,
         ``'PlyvelEngine'``, ``'LmdbEngine'``) or
         :data:`~centidb.engines.OPTIONAL_ENGINES` (``'EtcdEngine'``).
     :param engine_kwargs: keyword arguments for the engine's constructor.
