@@ -19,8 +19,8 @@ import os
 import sys
 from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
-from centidb import encodings, keylib
-from centidb.engines import ENGINE_ALIASES, ENGINES, Engine, EngineTransaction
+from centidb import encodings, engines, keylib
+from centidb.engines import ENGINES, Engine, EngineTransaction
 from centidb.store import Store
 
 __all__ = ['CliError', 'EXIT_OK', 'EXIT_PROBLEMS', 'EXIT_USAGE', 'EXIT_STORE', 'EXIT_APP',
@@ -43,6 +43,10 @@ EXIT_STORE = 3
 EXIT_APP = 4
 #: Exit status: interrupted (Ctrl-C), as shells report SIGINT.
 EXIT_INTERRUPTED = 130
+
+#: Short engine names, any case (:data:`centidb.engines.ENGINE_ALIASES`,
+#: which ``centidb.open()`` reads too).
+ENGINE_ALIASES = engines.ENGINE_ALIASES
 
 #: The engines ``--engine`` accepts: those that keep a store at a path.
 FILE_ENGINES = ('LmdbEngine', 'PlyvelEngine')
