@@ -20,7 +20,7 @@ into transactions. The whole interface:
 ``engine.begin(write=False) -> EngineTransaction``
     A transaction with the same five methods plus ``count(lo=None,
     hi=None)`` (how many keys ``keys()`` would yield; the base class
-    derives it from ``_items()``, LMDB counts with its cursor),
+    counts the lists of ``_key_chunks()``, LMDB counts with its cursor),
     ``get_many(keys)`` (a list with ``get(key)`` of each key, in order; a
     networked engine reads them in a few round trips, not one per key),
     ``delete_range(lo, hi)`` (in a write transaction, delete every key
