@@ -19,13 +19,14 @@ import os
 import sys
 from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
-from centidb import encodings, keylib
+from centidb import encodings, engines, keylib
 from centidb.engines import ENGINES, Engine, EngineTransaction
 from centidb.errors import CentiError
 from centidb.store import Store
 
 __all__ = ['CliError', 'EXIT_OK', 'EXIT_PROBLEMS', 'EXIT_USAGE', 'EXIT_STORE', 'EXIT_APP',
-           'EXIT_INTERNAL', 'EXIT_INTERRUPTED', 'ENGINE_ALIASES', 'engine_name', 'detect_engine',
+           'EXIT_INTERNAL', 'EXIT_INTERRUPTED', 'ENGINE_ALIASES', 'FILE_ENGINES', 'engine_name',
+           'detect_engine',
            'parse_options', 'open_engine', 'open_store', 'load_app', 'progress',
            'CollectionMeta', 'read_metadata', 'disk_size', 'write_line']
 
@@ -49,12 +50,12 @@ EXIT_INTERNAL = 5
 #: Exit status: interrupted (Ctrl-C), as shells report SIGINT.
 EXIT_INTERRUPTED = 130
 
-#: Short engine names accepted by ``--engine``, besides the class names.
-ENGINE_ALIASES = {
-    'lmdb': 'LmdbEngine',
-    'leveldb': 'PlyvelEngine',
-    'plyvel': 'PlyvelEngine',
-}
+#: Short engine names, any case (:data:`centidb.engines.ENGINE_ALIASES`,
+#: which ``centidb.open()`` reads too).
+ENGINE_ALIASES = engines.ENGINE_ALIASES
+
+#: The engines ``--engine`` accepts: those that keep a store at a path.
+FILE_ENGINES = ('LmdbEngine', 'PlyvelEngine')
 
 
 class CliError(Exception):
@@ -76,8 +77,9 @@ def engine_name(name: str) -> str:
     :raises CliError: (usage) for an unknown name, listing the known ones.
     """
     found = ENGINE_ALIASES.get(name.lower(), name)
-    if found not in ENGINES or found in ('MemoryEngine', 'ListEngine'):
-        known = ', '.join(sorted(set(ENGINE_ALIASES) | {'LmdbEngine', 'PlyvelEngine'}))
+    if found not in FILE_ENGINES:
+        known = ', '.join([*(alias for alias, target in ENGINE_ALIASES.items()
+                             if target in FILE_ENGINES), *FILE_ENGINES])
         raise CliError(f'unknown engine {name!r}; known engines: {known}', EXIT_USAGE)
     return found
 
@@ -146,8 +148,6 @@ def open_engine(path: str, engine: str | None, options: dict[str, Any], *,
     kwargs.setdefault('create_if_missing', create)
     engine_class = ENGINES[name]
     try:
-        if name == 'PlyvelEngine':
-            return engine_class(name=path, **kwargs)    # type: ignore[call-arg]
         return engine_class(path=path, **kwargs)        # type: ignore[call-arg]
     except (CentiError, OSError) as exc:
         raise CliError(f'cannot open {path!r} with {name}: {type(exc).__name__}: {exc}') \

@@ -418,6 +418,13 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         # process may have batched records since the metadata was read.
         return (key_bytes for key_bytes, _ in self._records.items(etxn, lo, hi, reverse))
 
+    def _unbatched(self, etxn: EngineTransaction) -> bool:
+        if self._batched:
+            return False
+        # Read in `etxn`: another process may have batched records since.
+        info = self._catalog.collection_info(etxn, self._name)
+        return info is not None and info['id'] == self.coll_id and not info.get('batched')
+
     def _entry_chunks(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
                       reverse: bool) -> Iterator[list[bytes]]:
         keys = self._entry_keys(etxn, lo, hi, reverse)

@@ -468,9 +468,12 @@ class Indexed:
         Functions are not stored: after reopening a store, call
         ``add_index`` again for every index, or writes raise
         :class:`~centidb.errors.IndexNotAddedError`. A new index on a
-        collection that already holds records is filled in for them, in a
-        write transaction of its own; if `func` raises meanwhile, the
-        exception propagates and the index is not created. The fill reads
+        collection that already holds records is filled in for them, in
+        this thread's open write transaction (the index is undone if that
+        aborts) or in one of its own; if `func` raises meanwhile, the
+        exception propagates and the index is not created. A transaction of
+        its own is run again if it conflicts with another client's (see
+        :meth:`~centidb.txn.TxnManager.retry_conflicts`). The fill reads
         the records in key order and writes their entries every 1,000
         records, so its own memory does not grow with the collection
         (LevelDB and the in-memory engine hold a transaction's writes in
@@ -494,8 +497,6 @@ class Indexed:
             or exists with the other `unique` setting.
         :raises ~centidb.errors.UniqueError: if `unique` and two records
             already stored have the same index tuple (no index is made).
-        :raises ~centidb.errors.TransactionError: when creating a new index
-            while this thread has a write transaction open on the store.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         if not isinstance(name, str) or not name:
@@ -504,19 +505,19 @@ class Indexed:
             raise TypeError(f'index function for {name!r} must be callable')
         if progress is not None and not callable(progress):
             raise TypeError(f'progress must be callable or None, not {progress!r}')
-        return self._index_set.add(name, func, bool(unique), progress)
+        index_set = self._index_set
+        return index_set.txns.retry_conflicts(index_set.add, name, func, bool(unique), progress)
 
     def drop_index(self, name: str) -> None:
         """Delete the index `name` and all its entries from the store.
 
-        Like ``add_index``, this commits in a transaction of its own. The
-        index need not have been added in this session.
+        Like ``add_index``, this runs in this thread's open write
+        transaction (undone if that aborts) or in one of its own. The index
+        need not have been added in this session.
 
         :param name: the index's name.
         :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if the
             collection has no stored index `name`.
-        :raises ~centidb.errors.TransactionError: while this thread has a
-            write transaction open on the store.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         self._index_set.drop(name)

@@ -179,6 +179,18 @@ class Queryable:
         def _entry_chunks(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
                           reverse: bool) -> Iterator[list[bytes]]: ...
 
+    def _unbatched(self, etxn: EngineTransaction) -> bool:
+        """True if, in `etxn`'s view, no engine key in the query's space holds a batch.
+
+        Then every engine key is one result and the engine counts them. A
+        collection answers from its stored metadata (``'batched'`` is
+        written in the transaction that makes its first batch); this default
+        answers False.
+
+        :param etxn: the :class:`~centidb.engines.EngineTransaction` read in.
+        """
+        return False
+
     def _bounds(self, lo: object, hi: object, prefix: object, startswith: object,
                 include: bool) -> tuple[bytes, bytes | None]:
         return key_range(self.prefix, lo, hi, prefix, include, startswith)
@@ -222,7 +234,8 @@ class Queryable:
         """Return how many records (or index entries) match the query.
 
         For an index, the keys below are index tuples. Nothing is decoded:
-        the count costs one pass over the engine keys.
+        the count costs one pass over the engine keys (no value is read,
+        unless the collection holds batches).
 
         {query}
         :returns: the count, at most `max`.
@@ -233,7 +246,7 @@ class Queryable:
 
     def _count(self, txn: Transaction, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
                reverse: bool, max: int | None) -> int:
-        if max is None and self._keys_are_results:
+        if max is None and (self._keys_are_results or self._unbatched(etxn)):
             return etxn.count(lo, hi)
         keys = self._entry_keys(etxn, lo, hi, reverse)
         if max is not None:

@@ -1,6 +1,6 @@
 """The store: :func:`open`, and :class:`Store`, which ties the layers together.
 
-``centidb.open('LmdbEngine', path=...)`` or ``Store(engine)`` gives a
+``centidb.open('lmdb', path=...)`` or ``Store(engine)`` gives a
 :class:`Store` on one engine. It holds the store's
 :class:`~centidb.txn.TxnManager` (transactions) and
 :class:`~centidb.catalog.Catalog` (metadata: format, collections, indexes,
@@ -66,12 +66,16 @@ def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> Encod
 def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A001 - the API name
     """Open (or create) a store on a new engine and return the :class:`Store`.
 
-    For example ``open('PlyvelEngine', name='x.ldb', create_if_missing=True)``.
-    Closing the store closes the engine; if the store cannot be opened, the
-    engine is closed before the error propagates.
+    For example ``open('lmdb', path='x.lmdb')`` or ``open('leveldb',
+    path='x.ldb', create_if_missing=True)``. Closing the store closes the
+    engine; if the store cannot be opened, the engine is closed before the
+    error propagates.
 
-    :param engine: an :class:`~centidb.engines.Engine` subclass or its name
-        in :data:`~centidb.engines.ENGINES` (``'MemoryEngine'``,
+    :param engine: an :class:`~centidb.engines.Engine` subclass, its short
+        name in :data:`~centidb.engines.ENGINE_ALIASES` (``'memory'``,
+        ``'leveldb'``, ``'lmdb'``, ``'etcd'``, as the command line's
+        ``--engine``; any case), or its class name in
+        :data:`~centidb.engines.ENGINES` (``'MemoryEngine'``,
         ``'PlyvelEngine'``, ``'LmdbEngine'``) or
         :data:`~centidb.engines.OPTIONAL_ENGINES` (``'EtcdEngine'``).
     :param engine_kwargs: keyword arguments for the engine's constructor.
@@ -112,7 +116,8 @@ class Store(CollectionAdmin, StoreHooks):
             raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
         self.engine = engine
         self._txns = TxnManager(engine, self, on_write=self._refresh)
-        self._catalog = Catalog(self._txns)
+        # Clients creating one store at once may conflict: run it again.
+        self._catalog = self._txns.retry_conflicts(Catalog, self._txns)
         self._collections: dict[str, Collection] = {}
         self._commit_hooks: list[Callable[[list[Change]], object]] = []
         self._hooks_lock = threading.Lock()     # serializes registering and removing
@@ -142,7 +147,7 @@ class Store(CollectionAdmin, StoreHooks):
             packers it can number (127).
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
-        return self._catalog.add_encoder(encoder)
+        return self._txns.retry_conflicts(self._catalog.add_encoder, encoder)
 
     # --- collections --------------------------------------------------------------
 
@@ -153,7 +158,9 @@ class Store(CollectionAdmin, StoreHooks):
         """Create or reopen the collection `name` and return it.
 
         A new collection is recorded in this thread's open write transaction
-        (and forgotten if that aborts) or in one of its own. Calling this
+        (and forgotten if that aborts) or in one of its own, which is run
+        again if it conflicts with another client's (see
+        :meth:`~centidb.txn.TxnManager.retry_conflicts`). Calling this
         again in the same session returns the same object; the arguments
         must then agree with the first call (or be omitted).
 
@@ -206,6 +213,13 @@ class Store(CollectionAdmin, StoreHooks):
         for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
             if func is not None and not callable(func):
                 raise TypeError(f'{label} must be callable')
+        return self._txns.retry_conflicts(self._collection, name, key_func, txn_key_func,
+                                          encoder, packer, counter_name)
+
+    def _collection(self, name: str, key_func: Callable[[Any], Any] | None,
+                    txn_key_func: Callable[[Transaction, Any], Any] | None,
+                    encoder: Encoder | None, packer: Encoder | None,
+                    counter_name: str | None) -> Collection:
         with self._catalog.lock:
             coll = self._collections.get(name)
             if coll is not None:

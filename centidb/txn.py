@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import random
 import threading
+import time
 import weakref
 from types import TracebackType
 from typing import Any, Callable, Generator, Iterator, Literal, NamedTuple, TypeVar
 
 from centidb import impl
 from centidb.engines import Engine, EngineTransaction
-from centidb.errors import EngineClosedError, TransactionError
+from centidb.errors import ConflictError, EngineClosedError, TransactionError
 from centidb.keylib import Key
 
 __all__ = ['Change', 'Transaction', 'TxnManager']
@@ -182,6 +184,14 @@ class Transaction(TxnState):
         return False
 
 
+#: How many more times an implicit metadata write is run after a
+#: :class:`~centidb.errors.ConflictError` (see :meth:`TxnManager.retry_conflicts`).
+CONFLICT_RETRIES = 30
+
+#: How long, in seconds, an implicit metadata write is retried after conflicts.
+CONFLICT_RETRY_SECONDS = 20.0
+
+
 class TxnManager:
     """Begins store transactions on one engine and tracks each thread's writer.
 
@@ -317,6 +327,38 @@ class TxnManager:
                 own.commit()
                 return result
         return func(txn, self.engine_txn(txn, write), *args)
+
+    def retry_conflicts(self, func: Callable[..., _R], *args: Any) -> _R:
+        """Call ``func(*args)``, again while it fails with a conflict.
+
+        For metadata writes a call makes implicitly (creating the store, a
+        collection or an index; numbering an encoder): on an engine with
+        optimistic transactions, clients doing them at once conflict, and
+        `func`, which runs its own transactions, is called again from its
+        first read, after a short random pause, at most
+        :data:`CONFLICT_RETRIES` more times and while
+        :data:`CONFLICT_RETRY_SECONDS` have not passed. When this thread has
+        a write transaction open, `func` joins it and runs once: a conflict
+        is the caller's to retry (:meth:`centidb.store.Store.transact`).
+
+        :param func: the callable; it must undo its cached changes when its
+            transaction fails, so a second call starts afresh.
+        :param args: its arguments.
+        :returns: what `func` returns.
+        :raises ~centidb.errors.ConflictError: the last conflict, once the
+            retries or the time are used up.
+        """
+        if self.current_write() is not None:
+            return func(*args)
+        deadline = time.monotonic() + CONFLICT_RETRY_SECONDS
+        for attempt in itertools.count():
+            try:
+                return func(*args)
+            except ConflictError:
+                if attempt >= CONFLICT_RETRIES or time.monotonic() >= deadline:
+                    raise
+            time.sleep(random.uniform(0.0, min(0.1, 0.002 * 2 ** attempt)))
+        raise AssertionError('unreachable')   # pragma: no cover
 
     def iterate(self, txn: Transaction | None, lo: bytes | None, hi: bytes | None,
                 reverse: bool, max: int | None,

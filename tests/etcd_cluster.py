@@ -3,7 +3,8 @@
 :class:`EtcdCluster` starts N members as child processes, each with free
 ports and a data directory under a temporary directory, waits (a bounded
 time) until every member answers and the cluster has a leader, and stops
-them by pid. One member can be killed (SIGKILL) and restarted, and the
+them by pid; the members die with the process that started them, even when
+it is SIGKILLed (:mod:`reaper`). One member can be killed (SIGKILL) and restarted, and the
 leader found, for fault tests. Members talk to each other and to clients on
 the loopback address only.
 
@@ -23,6 +24,8 @@ import tempfile
 import time
 import urllib.request
 import uuid
+
+import reaper
 
 #: Seconds to wait for members to start and elect a leader.
 START_TIMEOUT = 30.0
@@ -121,9 +124,10 @@ class EtcdCluster:
     def _launch(self, i):
         log = open(os.path.join(self.directory, f'{self.names[i]}.log'), 'ab')
         try:
-            self.processes[i] = subprocess.Popen(
+            # Dies with this process, even when it is SIGKILLed (reaper.py).
+            self.processes[i] = reaper.popen(
                 self._command(i), stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True)
+                stderr=subprocess.STDOUT)
         finally:
             log.close()
 
@@ -194,6 +198,8 @@ class EtcdCluster:
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
+        if proc is not None:
+            reaper.release(proc)
 
     def restart(self, i, timeout=START_TIMEOUT):
         """Start member `i` again on its data directory; wait for health."""
@@ -222,6 +228,7 @@ class EtcdCluster:
         for proc in self.processes:
             if proc is not None:
                 proc.wait(10)
+                reaper.release(proc)
         shutil.rmtree(self.directory, ignore_errors=True)
 
     def __enter__(self):
@@ -293,4 +300,13 @@ if __name__ == '__main__':
     import sys
     if sys.argv[1:] == ['--check']:
         sys.exit(0 if check_binary() else 1)
-    sys.exit('usage: python tests/etcd_cluster.py --check')
+    if sys.argv[1:] == ['--serve']:
+        # Runs a 3-member cluster until killed; prints the members' pids
+        # and the data directory (test_reaper.py kills this process).
+        cluster = EtcdCluster(3).start()
+        print(' '.join(str(proc.pid) for proc in cluster.processes), cluster.directory,
+              flush=True)
+        time.sleep(300)
+        cluster.stop()
+        sys.exit(1)
+    sys.exit('usage: python tests/etcd_cluster.py --check | --serve')

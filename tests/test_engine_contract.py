@@ -1137,8 +1137,9 @@ def test_get_engine_class():
     assert Transaction is EngineTransaction
     assert set(ENGINES) == {'ListEngine', 'LmdbEngine', 'MemoryEngine', 'PlyvelEngine'}
     assert all(issubclass(cls, Engine) for cls in ENGINES.values())
-    with pytest.raises(ValueError, match='known engines: EtcdEngine, ListEngine, '
-                                         'LmdbEngine, MemoryEngine, PlyvelEngine'):
+    with pytest.raises(ValueError, match='known engines: lmdb, leveldb, plyvel, memory, '
+                                         'etcd, EtcdEngine, ListEngine, LmdbEngine, '
+                                         'MemoryEngine, PlyvelEngine'):
         get_engine_class('nosuch')
     # Optional engines resolve by name, importing their module then.
     assert get_engine_class('EtcdEngine').__module__ == OPTIONAL_ENGINES['EtcdEngine']

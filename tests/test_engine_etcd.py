@@ -408,6 +408,51 @@ def test_a_store_refuses_a_put_many_past_the_limit(etcd_cluster):
         assert coll.count() == 100 and store.verify() == []
 
 
+# --- clients creating the same metadata at once ------------------------------------------
+
+CLIENTS = 6
+
+
+def create_everything(cluster, prefix, barrier, results, errors):
+    """One client: open the store, a collection, an encoder and two indexes."""
+    try:
+        barrier.wait(30)
+        with centidb.Store(open_engine(cluster, prefix=prefix)) as store:
+            store.add_encoder(centidb.encodings.Encoder(
+                'upper', lambda s: s.upper(), lambda s: s.lower()))
+            coll = store.collection('people', key_func=lambda r: r['id'])
+            name = coll.add_index('name', lambda r: r['name'])
+            age = coll.add_index('age', lambda r: r['age'], unique=True)
+            store.transact(lambda txn: coll.put(
+                {'id': len(results), 'name': 'x', 'age': len(results)}, txn=txn),
+                retries=100)
+            results.append((coll.coll_id, name.index_id, age.index_id))
+    except Exception as exc:          # reported by the test
+        errors.append(exc)
+
+
+def test_clients_creating_a_store_at_once_all_succeed(etcd_cluster):
+    """Store open, collection(), add_encoder() and add_index() retry conflicts."""
+    for _ in range(3):
+        prefix = random_prefix()
+        barrier = threading.Barrier(CLIENTS)
+        results, errors = [], []
+        threads = [threading.Thread(target=create_everything,
+                                    args=(etcd_cluster, prefix, barrier, results, errors))
+                   for _ in range(CLIENTS)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert not any(thread.is_alive() for thread in threads)
+        assert errors == []
+        assert len(results) == CLIENTS and len(set(results)) == 1
+        with centidb.Store(open_engine(etcd_cluster, prefix=prefix)) as store:
+            coll = store.collection('people')
+            assert coll.add_index('age', lambda r: r['age'], unique=True).index_id == results[0][2]
+            assert store.verify() == []
+
+
 # --- prefixes and failover --------------------------------------------------------------
 
 def test_stores_under_different_prefixes_do_not_meet(etcd_cluster):

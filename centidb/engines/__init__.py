@@ -20,7 +20,7 @@ into transactions. The whole interface:
 ``engine.begin(write=False) -> EngineTransaction``
     A transaction with the same five methods plus ``count(lo=None,
     hi=None)`` (how many keys ``keys()`` would yield; the base class
-    derives it from ``_items()``, LMDB counts with its cursor),
+    counts the lists of ``_key_chunks()``, LMDB counts with its cursor),
     ``get_many(keys)`` (a list with ``get(key)`` of each key, in order; a
     networked engine reads them in a few round trips, not one per key),
     ``delete_range(lo, hi)`` (in a write transaction, delete every key
@@ -108,6 +108,7 @@ from centidb.engines.writelog import merge_overlay
 __all__ = [
     'DEFAULT_MAP_SIZE',
     'ENGINES',
+    'ENGINE_ALIASES',
     'Engine',
     'EngineTransaction',
     'ListEngine',
@@ -153,12 +154,26 @@ OPTIONAL_ENGINES: dict[str, str] = {
 }
 
 
+#: Short engine names, any case, for :func:`get_engine_class` (so
+#: :func:`centidb.open`) and the command line's ``--engine``: short name ->
+#: class name.
+ENGINE_ALIASES: dict[str, str] = {
+    'lmdb': 'LmdbEngine',
+    'leveldb': 'PlyvelEngine',
+    'plyvel': 'PlyvelEngine',
+    'memory': 'MemoryEngine',
+    'etcd': 'EtcdEngine',
+}
+
+
 def get_engine_class(name_or_class: str | type[Engine]) -> type[Engine]:
     """Return the engine class named `name_or_class` (see :data:`ENGINES`).
 
-    :param name_or_class: a name in :data:`ENGINES` or
-        :data:`OPTIONAL_ENGINES` (whose module is imported now), or an
-        :class:`Engine` subclass, which is returned as is.
+    :param name_or_class: a short name in :data:`ENGINE_ALIASES` (``'lmdb'``,
+        ``'leveldb'``, ``'memory'``, ``'etcd'``; any case), a class name in
+        :data:`ENGINES` or :data:`OPTIONAL_ENGINES` (whose module is
+        imported now), or an :class:`Engine` subclass, which is returned as
+        is.
     :returns: the :class:`Engine` subclass.
     :raises ValueError: for an unknown name (the message lists the known
         ones).
@@ -171,15 +186,16 @@ def get_engine_class(name_or_class: str | type[Engine]) -> type[Engine]:
         raise TypeError(
             f'engine must be a name or an Engine subclass, not '
             f'{type(name_or_class).__name__}')
+    class_name = ENGINE_ALIASES.get(name_or_class.lower(), name_or_class)
     try:
-        return ENGINES[name_or_class]
+        return ENGINES[class_name]
     except KeyError:
-        module = OPTIONAL_ENGINES.get(name_or_class)
+        module = OPTIONAL_ENGINES.get(class_name)
         if module is not None:
             engine_class: type[Engine] = getattr(importlib.import_module(module),
-                                                 name_or_class)
+                                                 class_name)
             return engine_class
-        known = ', '.join(sorted([*ENGINES, *OPTIONAL_ENGINES]))
+        known = ', '.join([*ENGINE_ALIASES, *sorted([*ENGINES, *OPTIONAL_ENGINES])])
         raise ValueError(
             f'unknown engine {name_or_class!r}; known engines: {known}'
         ) from None

@@ -430,9 +430,10 @@ class EngineTransaction(FastCalls):
             self.delete(bytes(key))
 
     def _count(self, lo: bytes | None, hi: bytes | None) -> int:
+        # Keys alone, in lists: no value is read and no pair is made.
         n = 0
-        for _ in self._items(lo, hi, False):
-            n += 1
+        for chunk in self._key_chunks(lo, hi, False):
+            n += len(chunk)
         return n
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Iterator[Item]:

@@ -146,7 +146,8 @@ class PlyvelEngine(Engine):
     snapshot plus its pending writes, and ``commit()`` writes them all in one
     atomic write batch.
 
-    :param name: the database directory (a path), kept as ``path``.
+    :param path: the database directory, kept as ``path``.
+    :param name: the same as `path`, its older name; give one of the two.
     :param create_if_missing: create the database (and missing parent
         directories) if it does not exist.
     :param sync: make each commit wait for the disk.
@@ -157,7 +158,7 @@ class PlyvelEngine(Engine):
         elsewhere (another process or handle), or another process is
         rewriting its files (``centidb compact``; see
         :mod:`centidb.engines.paths`).
-    :raises ~centidb.errors.DatabasePathError: if `name` is a file, a parent
+    :raises ~centidb.errors.DatabasePathError: if `path` is a file, a parent
         of it is a file, or it holds something other than a LevelDB database
         (:class:`~centidb.errors.DatabasePermissionError`: if this process
         may not use it).
@@ -166,13 +167,17 @@ class PlyvelEngine(Engine):
     :raises ImportError: if plyvel is not installed.
     """
 
-    def __init__(self, name: str | os.PathLike[str], *, create_if_missing: bool = False,
+    def __init__(self, path: str | os.PathLike[str] | None = None, *,
+                 name: str | os.PathLike[str] | None = None, create_if_missing: bool = False,
                  sync: bool = False, **plyvel_options: Any) -> None:
+        if (path is None) == (name is None):
+            raise TypeError('PlyvelEngine needs the database directory as path= '
+                            '(or name=, its older name), not both')
         if plyvel is None:
             raise ImportError(
                 'PlyvelEngine needs the plyvel package: pip install plyvel')
         super().__init__()
-        self.path = os.fspath(name)
+        self.path = os.fspath(path if path is not None else name)  # type: ignore[arg-type]
         self.sync = bool(sync)
         existed = _prepare_directory(
             self.path, what='LevelDB', create=create_if_missing,
