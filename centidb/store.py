@@ -38,14 +38,13 @@ from typing import Any, Callable, Dict, Literal, Tuple, TypeVar
 from centidb import encodings
 from centidb.admin import CollectionAdmin, check_name
 from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog, CollectionInfo
-from centidb.catalog import check as check_catalog
 from centidb.collection import Collection
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction, get_engine_class
 from centidb.errors import CentiError, ConflictError, EncoderMismatchError, KeyKindMismatchError
 from centidb.hooks import StoreHooks
 from centidb.txn import Change, Transaction, TxnManager
-from centidb.verify import Problem, check_collection, find_orphans
+from centidb.verify import Problem, check_collection, check_metadata, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
@@ -333,8 +332,7 @@ class Store(CollectionAdmin, StoreHooks):
 
     def _verify_in(self, txn: Transaction, etxn: EngineTransaction,
                    progress: Callable[[str], object] | None) -> list[Problem]:
-        meta_problems, collections, indexes, counters = check_catalog(self._catalog, etxn)
-        problems = [Problem(*problem) for problem in meta_problems]
+        problems, collections, indexes, counters = check_metadata(etxn)
         owned = {0}
         for name, info in sorted(collections.items()):
             if progress is not None:

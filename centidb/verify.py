@@ -1,24 +1,26 @@
 """Checking a whole store: what ``Store.verify()`` looks at and reports.
 
-:func:`check_collection` reads every stored record of one collection (plain
-or in batches) and every entry of its indexes, in one read transaction, and
-reports what does not hold; :func:`find_orphans` reports engine keys under
-prefixes no collection or index owns. The metadata itself is checked by
-:func:`centidb.catalog.check`.
+:func:`check_metadata` reads every metadata record through the catalog's
+parser (:func:`centidb.catalog.parse_value`) and checks them against each
+other; :func:`check_collection` reads every stored record of one collection
+(plain or in batches) and every entry of its indexes, in one read
+transaction, and reports what does not hold; :func:`find_orphans` reports
+engine keys under prefixes no collection or index owns.
 """
 
 from __future__ import annotations
 
-from typing import AbstractSet, Mapping, NamedTuple, Optional
+from typing import AbstractSet, Any, Mapping, NamedTuple, Optional
 
-from centidb import batches, keylib
+from centidb import batches, catalog, keylib
+from centidb.catalog import CollectionInfo
 from centidb.collection import Collection
 from centidb.engines import EngineTransaction
-from centidb.errors import CentiError, CorruptKeyError
+from centidb.errors import CentiError, CorruptKeyError, StoreFormatError
 from centidb.keylib import Key
-from centidb.records import ENTRY_SEP, index_entries
+from centidb.records import ENTRY_SEP, as_key, index_entries
 
-__all__ = ['Problem', 'check_collection', 'find_orphans']
+__all__ = ['Problem', 'check_metadata', 'check_collection', 'key_problem', 'find_orphans']
 
 
 class Problem(NamedTuple):
@@ -37,6 +39,120 @@ class Problem(NamedTuple):
         if self.key is not None:
             where += f', key {self.key!r}'
         return f'{where}: {self.message}'
+
+
+class _Metadata:
+    """What :func:`check_metadata` has read so far, filed by kind."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.format: dict[str, Any] | None = None
+        self.collections: dict[str, CollectionInfo] = {}
+        self.indexes: dict[int, dict[str, int]] = {}
+        self.encoders: dict[str, int] = {}
+        self.counters: dict[str, int] = {}
+        self.sys: dict[str, int] = {}
+        #: Prefix id -> the records that use it.
+        self.owners: dict[int, list[str]] = {}
+
+    def bad(self, message: str, coll: str | None = None) -> None:
+        self.problems.append(Problem(coll, None, message))
+
+    def file(self, key: Key, value: Any) -> None:
+        """File the parsed record `key` (without the element 0)."""
+        kind = key[0]
+        if kind == 'format':
+            self.format = value
+        elif kind == 'sys':
+            self.sys[key[1]] = value
+        elif kind == 'counter':
+            self.counters[key[1]] = value
+        elif kind == 'encoder':
+            self.encoders[key[1]] = value['id']
+        else:
+            if kind == 'collection':
+                self.collections[key[1]] = value
+            else:
+                self.indexes.setdefault(key[1], {})[key[2]] = value['id']
+            self.owners.setdefault(value['id'], []).append(catalog.describe(key))
+
+
+def check_metadata(etxn: EngineTransaction) -> tuple[
+        list[Problem], dict[str, CollectionInfo], dict[int, dict[str, int]], dict[str, int]]:
+    """Read and check every metadata record (the keys under the element 0).
+
+    Each record must parse (:func:`centidb.catalog.parse_value`); the
+    format record must name this format and version; no two collections
+    or indexes may share a prefix id; the prefix and encoder counters must
+    be above every id in use; every index's collection must exist; no two
+    encoders may share an id; every collection's encoder and packer must
+    have an id.
+
+    :param etxn: a read :class:`~centidb.engines.EngineTransaction`.
+    :returns: ``(problems, collections, indexes, counters)``: a list of
+        :class:`Problem`, a ``dict`` from name to metadata of every readable
+        collection, a ``dict`` from collection id to its index ids (name to
+        id), and a ``dict`` from name to value of every readable counter.
+    """
+    found = _Metadata()
+    lo, hi = keylib.prefix_range((0,))
+    for key_bytes, value in etxn.items(lo, hi):
+        try:
+            key = catalog.parse_key(key_bytes)
+            found.file(key, catalog.parse_value(key, value))
+        except StoreFormatError as exc:
+            coll = _collection_named(key_bytes)
+            found.bad(str(exc), coll)
+    _cross_check(found)
+    return found.problems, found.collections, found.indexes, found.counters
+
+
+def _collection_named(key_bytes: bytes) -> str | None:
+    """The collection name in a ``(0, 'collection', name)`` key, else None."""
+    try:
+        key = keylib.unpacks(key_bytes)
+    except CorruptKeyError:
+        return None
+    if len(key) == 3 and key[1] == 'collection' and type(key[2]) is str:
+        return key[2]
+    return None
+
+
+def _cross_check(found: _Metadata) -> None:
+    """Check the metadata records `found` holds against each other."""
+    bad = found.bad
+    if found.format is not None:
+        try:
+            catalog.check_format_info(found.format)
+        except StoreFormatError as exc:
+            bad(str(exc))
+    elif found.collections or found.encoders:
+        bad('the store format record (metadata key (0, \'format\')) is missing')
+    for prefix_id, owners in sorted(found.owners.items()):
+        if len(owners) > 1:
+            bad(f'prefix id {prefix_id} is used by {" and ".join(owners)}: their records '
+                f'and entries mix')
+    prefix_counter = found.sys.get('prefix', 1)
+    if found.owners and max(found.owners) >= prefix_counter:
+        bad(f'prefix id {max(found.owners)} is not below the prefix counter '
+            f'{prefix_counter}')
+    coll_ids = {info['id'] for info in found.collections.values()}
+    for coll_id in sorted(set(found.indexes) - coll_ids):
+        bad(f'indexes {sorted(found.indexes[coll_id])} belong to collection id '
+            f'{coll_id}, which does not exist')
+    by_id: dict[int, list[str]] = {}
+    for name, encoder_id in sorted(found.encoders.items()):
+        by_id.setdefault(encoder_id, []).append(name)
+    for encoder_id, names in sorted(by_id.items()):
+        if len(names) > 1:
+            bad(f'encoder id {encoder_id} is used by {" and ".join(map(repr, names))}')
+    if by_id and max(by_id) >= found.sys.get('encoder', 1):
+        bad(f'encoder id {max(by_id)} is not below the encoder counter '
+            f'{found.sys.get("encoder", 1)}')
+    for name, info in sorted(found.collections.items()):
+        for field in ('encoder', 'packer'):
+            if info[field] not in found.encoders:
+                bad(f'its {field} {info[field]!r} has no encoder id', name)
 
 
 def _key_of(key_bytes: bytes, prefix: bytes) -> Key | bytes:
@@ -116,6 +232,11 @@ def check_collection(etxn: EngineTransaction, coll: Collection, index_ids: Mappi
             values[key_bytes] = records.decoded(key_bytes, value)
         except CentiError as exc:
             problems.append(Problem(coll.name, _key_of(key_bytes, prefix), str(exc)))
+    if coll.key_func is not None:
+        for key_bytes, data in values.items():
+            message = key_problem(coll, keylib.unpacks(key_bytes, prefix), data)
+            if message is not None:
+                problems.append(Problem(coll.name, _key_of(key_bytes, prefix), message))
     for name, index_id in sorted(index_ids.items()):
         problems += _check_index(etxn, coll, name, index_id, stored, values)
     if records.keys.kind == 'auto':
@@ -129,6 +250,35 @@ def check_collection(etxn: EngineTransaction, coll: Collection, index_ids: Mappi
     return problems
 
 
+def key_problem(coll: Collection, key: Key, value: object) -> str | None:
+    """What is wrong with storing `value` under `key` in `coll`, or None.
+
+    A collection with a key function finds a record by ``key_func(value)``,
+    and ``put()`` saves it there: a record stored under another key can
+    neither be found by its key nor saved again without a second copy.
+    Loading a dump and ``verify()`` check this.
+
+    :param coll: a :class:`~centidb.collection.Collection`; if it has no
+        ``key_func`` in this session, there is nothing to check (None).
+    :param key: the key tuple the record is stored (or to be stored) under.
+    :param value: the record's value.
+    :returns: a message naming both keys, or None if they agree.
+    """
+    key_func = coll.key_func
+    if key_func is None:
+        return None
+    try:
+        made = as_key(key_func(value))
+        same = keylib.packs(made) == keylib.packs(key)
+    except Exception as exc:
+        return f'its key function raised {type(exc).__name__}: {exc}'
+    if same:
+        return None
+    return (f'the record is stored under {key!r}, but its key function gives '
+            f'{made!r}: it cannot be found by that key, and saving it writes a '
+            f'second copy')
+
+
 def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id: int,
                  stored: Mapping[bytes, bytes | None],
                  values: Mapping[bytes, object]) -> list[Problem]:
@@ -136,7 +286,7 @@ def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id:
     index_prefix = keylib.packs(index_id)
     entries = set()
     lo, hi = keylib.prefix_range((), index_prefix)
-    for entry in etxn.keys(lo, hi):
+    for entry, value in etxn.items(lo, hi):
         try:
             parts = keylib.unpacks_list(entry, index_prefix)
         except CorruptKeyError as exc:
@@ -147,6 +297,10 @@ def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id:
             problems.append(Problem(coll.name, None, f'index {name!r}: entry '
                                                      f'{bytes(entry)!r} is corrupt: {why}'))
             continue
+        if value:
+            problems.append(Problem(coll.name, parts[1], f'index {name!r}: the entry for '
+                                                         f'{parts[0]!r} holds a value '
+                                                         f'({len(value)} bytes), not nothing'))
         entries.add(bytes(entry))
         if keylib.packs(parts[1], coll.prefix) not in stored:
             problems.append(Problem(coll.name, parts[1], f'index {name!r}: the entry for '

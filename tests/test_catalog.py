@@ -35,7 +35,7 @@ def test_engine_with_foreign_data():
     ({'format': 'centidb', 'version': 2}, 'version 2'),
     ({'format': 'centidb', 'version': 0}, 'version 0'),
     ({'format': 'otherdb', 'version': 1}, 'otherdb'),
-    ({'version': 1}, 'unreadable'),
+    ({'version': 1}, "no 'format' field"),
     (b'\xff not json', 'unreadable'),
 ])
 def test_format_record_mismatch(record, match):
@@ -290,7 +290,7 @@ def test_unreadable_metadata_raises_store_format_error(meta, match, action):
 def test_counter_holding_a_string_raises_store_format_error():
     store = centidb.open('ListEngine')
     store.engine.put(keylib.packs((0, 'counter', 'n')), keylib.packs('ten'))
-    with pytest.raises(StoreFormatError, match="counter 'n' holds"):
+    with pytest.raises(StoreFormatError, match="counter 'n'.* holds"):
         store.counter('n')
 
 
