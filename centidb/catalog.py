@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, cast
 
 from centidb import encodings, keylib
 from centidb.encodings import Encoder
@@ -173,7 +173,7 @@ def _check_field(key: Key, info: Mapping[str, Any], name: str, kind: type,
     if type(value) is not kind:
         article = 'an' if kind is int else 'a'
         raise _bad(key, f'its {name!r} is {_show(value, 80)}, not {article} {kind.__name__}')
-    if lo is not None and hi is not None and not lo <= value <= hi:
+    if lo is not None and hi is not None and not lo <= cast(int, value) <= hi:
         raise _bad(key, f'its {name!r} is {_show(value, 80)}, outside {lo} to {hi}')
 
 

@@ -54,6 +54,8 @@ class _Metadata:
         self.sys: dict[str, int] = {}
         #: Prefix id -> the records that use it.
         self.owners: dict[int, list[str]] = {}
+        #: The keys of records that are there but malformed (already reported).
+        self.malformed: set[Key] = set()
 
     def bad(self, message: str, coll: str | None = None) -> None:
         self.problems.append(Problem(coll, None, message))
@@ -99,10 +101,14 @@ def check_metadata(etxn: EngineTransaction) -> tuple[
     for key_bytes, value in etxn.items(lo, hi):
         try:
             key = catalog.parse_key(key_bytes)
+        except StoreFormatError as exc:
+            found.bad(str(exc), _collection_named(key_bytes))
+            continue
+        try:
             found.file(key, catalog.parse_value(key, value))
         except StoreFormatError as exc:
-            coll = _collection_named(key_bytes)
-            found.bad(str(exc), coll)
+            found.malformed.add(key)
+            found.bad(str(exc), key[1] if key[0] == 'collection' else None)
     _cross_check(found)
     return found.problems, found.collections, found.indexes, found.counters
 
@@ -113,7 +119,7 @@ def _collection_named(key_bytes: bytes) -> str | None:
         key = keylib.unpacks(key_bytes)
     except CorruptKeyError:
         return None
-    if len(key) == 3 and key[1] == 'collection' and type(key[2]) is str:
+    if len(key) == 3 and key[1] == 'collection' and type(key[2]) is str and key[2]:
         return key[2]
     return None
 
@@ -126,14 +132,15 @@ def _cross_check(found: _Metadata) -> None:
             catalog.check_format_info(found.format)
         except StoreFormatError as exc:
             bad(str(exc))
-    elif found.collections or found.encoders:
+    elif ('format',) not in found.malformed and (found.collections or found.encoders):
         bad('the store format record (metadata key (0, \'format\')) is missing')
     for prefix_id, owners in sorted(found.owners.items()):
         if len(owners) > 1:
             bad(f'prefix id {prefix_id} is used by {" and ".join(owners)}: their records '
                 f'and entries mix')
     prefix_counter = found.sys.get('prefix', 1)
-    if found.owners and max(found.owners) >= prefix_counter:
+    if (found.owners and max(found.owners) >= prefix_counter
+            and ('sys', 'prefix') not in found.malformed):
         bad(f'prefix id {max(found.owners)} is not below the prefix counter '
             f'{prefix_counter}')
     coll_ids = {info['id'] for info in found.collections.values()}
@@ -146,7 +153,8 @@ def _cross_check(found: _Metadata) -> None:
     for encoder_id, names in sorted(by_id.items()):
         if len(names) > 1:
             bad(f'encoder id {encoder_id} is used by {" and ".join(map(repr, names))}')
-    if by_id and max(by_id) >= found.sys.get('encoder', 1):
+    if (by_id and max(by_id) >= found.sys.get('encoder', 1)
+            and ('sys', 'encoder') not in found.malformed):
         bad(f'encoder id {max(by_id)} is not below the encoder counter '
             f'{found.sys.get("encoder", 1)}')
     for name, info in sorted(found.collections.items()):
