@@ -525,3 +525,19 @@ def test_a_collection_stored_with_prefix_id_0_or_below_is_refused(coll_id):
     store.engine.put(keylib.packs((0, 'collection', 'm')), raw)
     fails_cleanly(store, StoreFormatError, lambda: centidb.Store(store.engine).collection('m'),
                   match="collection 'm'")
+
+
+@pytest.mark.parametrize('key, value, match', [
+    ((0, 'collection', 'docs'), b'\xff\xfe', "collection 'docs'.*unreadable"),
+    ((0, 'collection', 'docs'), b'{"id": 1, "encoder": "msgpack", "counter": "c"}',
+     "collection 'docs'.*no 'packer'"),
+    ((0, 'index', 1, 'tag'), b'\xff', "index 'tag'"),
+    ((0, 'format'), b'[', 'format record'),
+])
+def test_read_metadata_raises_store_format_error(key, value, match):
+    """Regression: the CLI's reader called json.loads itself and failed with
+    UnicodeDecodeError, JSONDecodeError or KeyError: 'packer'."""
+    _, engine = _docs_store()
+    engine.put(keylib.packs(key), value)
+    with engine.begin() as etxn, pytest.raises(StoreFormatError, match=match):
+        read_metadata(etxn)
