@@ -180,6 +180,7 @@ def _records(etxn: EngineTransaction, coll: Collection,
     view = records.view
     prefix = coll.prefix
     found: dict[bytes, bytes | None] = {}
+    unflagged = False       # reported once
 
     def bad(key_bytes: bytes, message: str) -> None:
         problems.append(Problem(coll.name, _key_of(key_bytes, prefix), message))
@@ -189,6 +190,11 @@ def _records(etxn: EngineTransaction, coll: Collection,
             bad(key_bytes, 'the stored value is empty')
             found[bytes(key_bytes)] = None
         elif stored[0] & batches.BATCH_FLAG:
+            if not records.batched and not unflagged:
+                unflagged = True
+                bad(key_bytes, 'a batch, but the collection\'s metadata says it holds none '
+                               '(no \'batched\'): a write into the batch stores its '
+                               'record twice')
             try:
                 members = view.encoded_members(stored)
             except CentiError as exc:

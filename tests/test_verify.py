@@ -225,3 +225,14 @@ def test_key_problem():
     assert 'gives (2,)' in key_problem(keyed, (1,), {'id': 2})
     assert 'raised KeyError' in key_problem(keyed, (1,), {})
     assert key_problem(store.collection('auto'), (5,), 'x') is None
+
+
+def test_batches_in_a_collection_whose_metadata_says_none(store):
+    people, _ = fill(store, n=6)
+    people.batch(max_recs=3)
+    assert store.verify() == []
+    info = _meta(store, 'collection', 'people')
+    del info['batched']
+    store.engine.put(keylib.packs((0, 'collection', 'people')), json.dumps(info).encode())
+    problems = [p for p in centidb.Store(store.engine).verify() if 'batched' in p.message]
+    assert len(problems) == 1 and problems[0].collection == 'people'
