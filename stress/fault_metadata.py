@@ -58,7 +58,8 @@ from centidb.engines import Engine, MemoryEngine  # noqa: E402
 from centidb.engines.lmdb import LmdbEngine  # noqa: E402
 from centidb.errors import CentiError  # noqa: E402
 
-__all__ = ['campaign', 'base_store', 'mutate', 'exercise', 'Mutation']
+__all__ = ['campaign', 'base_store', 'mutate', 'given_mutation', 'run_case', 'exercise',
+           'Mutation']
 
 
 
@@ -237,6 +238,20 @@ def _ids(meta: dict[bytes, bytes]) -> list[tuple[bytes, int]]:
         if _kind(key) in ('collection', 'index') and info and type(info.get('id')) is int:
             found.append((key, info['id']))
     return found
+
+
+def given_mutation(key: bytes, value: bytes | None, meta: dict[bytes, bytes]) -> Mutation:
+    """A :class:`Mutation` writing `value` (None: deleting) under `key`, from outside.
+
+    :param key: an engine key.
+    :param value: the bytes to store there, or None.
+    :param meta: the metadata records it changes (to tell whether it is visible).
+    """
+    info = _json_of(value) if value is not None else None
+    original = _json_of(meta.get(key, b'')) or {}
+    visible = not (info is not None and isinstance(info.get('encoder'), str)
+                   and info['encoder'] != original.get('encoder'))
+    return Mutation(f'{key!r} = {value!r:.80}', key, value, visible)
 
 
 def mutate(rng: random.Random, meta: dict[bytes, bytes]) -> Mutation:
