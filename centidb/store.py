@@ -309,14 +309,19 @@ class Store(CollectionAdmin, StoreHooks):
         """Check the whole store and return the problems found (empty: sound).
 
         In one read transaction (or this thread's open write transaction):
-        the format record and every metadata record (readable, ids unique
-        and below their counters, every index's collection exists); every
-        record of every collection (its key and value decode; batches are
-        well formed); every index entry (it splits into an index tuple and a
-        record key, and the record exists); for the indexes added in this
-        session, every record's entries exist and no entry is stale; for
-        auto-increment collections, the counter is above every ``(n,)``
-        key; and no engine key lies under a prefix nothing owns. A
+        the format record and every metadata record (each well formed, as
+        ``docs/format.rst`` lists; no two collections or indexes share a
+        prefix id, no two encoders an id; ids below their counters; every
+        index's collection exists); every record of every collection (its
+        key and value decode; batches are well formed, and only in a
+        collection whose metadata says it is batched; for a collection
+        opened with a ``key_func`` in this session, each record is stored
+        under ``key_func(value)``); every index entry (it splits into an
+        index tuple and a record key, holds no value, and the record
+        exists); for the indexes added in this session, every record's
+        entries exist and no entry is stale; for auto-increment
+        collections, the counter is above every ``(n,)`` key; and no engine
+        key lies under a prefix nothing owns. A
         collection whose encoder is not registered in this session (or is
         pickle, not allowed) is reported as not checked. Records are held in
         memory one collection at a time.

@@ -97,8 +97,8 @@ def check_metadata(etxn: EngineTransaction) -> tuple[
         id), and a ``dict`` from name to value of every readable counter.
     """
     found = _Metadata()
-    lo, hi = keylib.prefix_range((0,))
-    for key_bytes, value in etxn.items(lo, hi):
+    lo = keylib.packs(0)        # every key starting with it, decodable or not
+    for key_bytes, value in etxn.items(lo, keylib.next_prefix(lo)):
         try:
             key = catalog.parse_key(key_bytes)
         except StoreFormatError as exc:

@@ -38,6 +38,7 @@ under hypothesis.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -48,7 +49,7 @@ import time
 import traceback
 from typing import Any, Callable, Iterator, NamedTuple
 
-if __name__ == '__main__' and __package__ is None:
+if __name__ == '__main__':
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import centidb  # noqa: E402
@@ -210,9 +211,9 @@ def _new_key(rng: random.Random) -> bytes:
         kind = rng.choice(['collection', 'index', 'encoder', 'counter', 'sys'])
         return keylib.packs((0, kind)) + bytes(rng.randrange(0x80)
                                                 for _ in range(rng.randrange(1, 6)))
-    kind = rng.choice(['format', 'collection', 'index', 'encoder', 'counter', 'sys',
-                       'other', 7, None])
-    return keylib.packs((0, kind) + tuple(_element(rng) for _ in range(rng.randrange(4))))
+    any_kind: Any = rng.choice(['format', 'collection', 'index', 'encoder', 'counter', 'sys',
+                                'other', 7, None])
+    return keylib.packs((0, any_kind) + tuple(_element(rng) for _ in range(rng.randrange(4))))
 
 
 # --- mutations -----------------------------------------------------------------
@@ -396,7 +397,7 @@ def _exercise_store(run: _Run, engine: Engine, store: centidb.Store,
     sound = ok and problems == []
     before: dict[str, dict[Any, Any]] = {}
     for name in listed:
-        read, data = run.call(f'read {name!r}', lambda name=name: _read_all(store, name))
+        read, data = run.call(f'read {name!r}', functools.partial(_read_all, store, name))
         if read:
             before[name] = data
         if sound and name in expected:
@@ -427,7 +428,7 @@ def _check_not_aliased(run: _Run, engine: Engine, store: centidb.Store, new: Any
     for name, data in before.items():
         if name == NEW:
             continue
-        ok, after = run.call(f'reread {name!r}', lambda name=name: _read_all(store, name))
+        ok, after = run.call(f'reread {name!r}', functools.partial(_read_all, store, name))
         if ok and after != data:
             run.wrong(f'creating {NEW!r} changed the records of {name!r}')
 
@@ -470,11 +471,11 @@ def run_case(items: list[tuple[bytes, bytes]], expected: Expected, mutations: li
     with engine.begin(write=True) as etxn:
         for key, value in items:
             etxn.put(key, value)
-        for _, key, value, _ in mutations:
-            if value is None:
-                etxn.delete(key)
+        for mutation in mutations:
+            if mutation.value is None:
+                etxn.delete(mutation.key)
             else:
-                etxn.put(key, value)
+                etxn.put(mutation.key, mutation.value)
     try:
         return exercise(engine, expected, label + ': ' + '; '.join(m.what for m in mutations),
                         all(m.visible for m in mutations))

@@ -236,3 +236,12 @@ def test_batches_in_a_collection_whose_metadata_says_none(store):
     store.engine.put(keylib.packs((0, 'collection', 'people')), json.dumps(info).encode())
     problems = [p for p in centidb.Store(store.engine).verify() if 'batched' in p.message]
     assert len(problems) == 1 and problems[0].collection == 'people'
+
+
+def test_undecodable_keys_in_the_metadata_space(store):
+    """Keys starting with the element 0's byte, then bytes no key holds: reported."""
+    fill(store, n=2)
+    junk = keylib.packs(0) + b'\xff\x00'
+    store.engine.put(junk, b'x')
+    found = [p for p in store.verify() if 'cannot be decoded' in p.message]
+    assert len(found) == 1 and repr(junk) in found[0].message
