@@ -63,6 +63,7 @@ _FORMAT_KEY = keylib.packs((_META, 'format'))
 _PREFIX_COUNTER = ('sys', 'prefix')
 _ENCODER_COUNTER = ('sys', 'encoder')
 _GENERATION = ('sys', 'generation')
+_GENERATION_KEY = keylib.packs((_META,) + _GENERATION)   # read as each write begins
 
 #: The key kinds a collection records: how its records get their keys.
 KEY_KINDS = ('key_func', 'txn_key_func', 'auto')
@@ -494,7 +495,8 @@ class Catalog(EncoderRegistry):
         :returns: True if the stored generation differed from the cached one
             (the store then reloads its collections).
         """
-        generation = read_record(etxn, *_GENERATION) or 0
+        stored = etxn.get(_GENERATION_KEY)
+        generation = 0 if stored is None else _int_value(_GENERATION, stored)
         if generation == self.generation:
             return False
         with self.lock:
