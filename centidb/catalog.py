@@ -35,7 +35,7 @@ from centidb.txn import Transaction, TxnManager
 __all__ = ['Catalog', 'EncoderRegistry', 'CollectionInfo', 'FORMAT_NAME',
            'FORMAT_VERSION', 'MAX_ENCODER_ID', 'MAX_PREFIX_ID', 'MAX_GENERATION',
            'MAX_META_BYTES', 'KEY_KINDS', 'describe', 'parse_key', 'parse_value',
-           'read_record', 'scan', 'check_format_info']
+           'read_record', 'scan', 'check_format_info', 'brief_repr']
 
 #: A collection's metadata ``dict``, as stored (JSON): ``'id'`` (its prefix
 #: id, an ``int``), ``'encoder'``, ``'packer'`` and ``'counter'`` (names),
@@ -84,10 +84,24 @@ def _dump(info: Mapping[str, Any]) -> bytes:
     return json.dumps(info, sort_keys=True).encode('utf-8')
 
 
-def _show(value: object, limit: int = 120) -> str:
-    """``repr(value)``, cut to `limit` characters."""
-    text = repr(value)
+def brief_repr(value: object, limit: int = 120) -> str:
+    """``repr(value)`` for a message, cut to `limit` characters.
+
+    An int too long for ``repr`` (Python refuses more than 4300 digits by
+    default) is described by its size instead.
+
+    :param value: any object.
+    :param limit: the longest text returned.
+    """
+    try:
+        text = repr(value)
+    except ValueError:
+        text = (f'<an int of {value.bit_length()} bits>' if isinstance(value, int)
+                else f'<a {type(value).__name__} holding an int too long to print>')
     return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+_show = brief_repr
 
 
 def describe(key: Key) -> str:

@@ -37,7 +37,7 @@ class Problem(NamedTuple):
     def __str__(self) -> str:
         where = 'store' if self.collection is None else f'collection {self.collection!r}'
         if self.key is not None:
-            where += f', key {self.key!r}'
+            where += f', key {catalog.brief_repr(self.key, 400)}'
         return f'{where}: {self.message}'
 
 

@@ -124,6 +124,8 @@ def base_store() -> tuple[list[tuple[bytes, bytes]], Expected]:
 
 _INTS = [0, 1, -1, 2, 3, 5, 127, 128, 255, 256, 2 ** 31, 2 ** 53 + 1, 2 ** 63 - 1, 2 ** 63,
          2 ** 64, -2 ** 63, 2 ** 2000, -2 ** 2000]
+#: Counters may also hold ints longer than ``repr`` prints (over 4300 digits).
+_COUNTER_INTS = _INTS + [2 ** 20000, -2 ** 20000]
 _STRS = ['', 'msgpack', 'plain', 'zlib', 'json', 'pickle', 'keyed', 'auto', 'shared',
          'auto:key', 'key_func', 'txn_key_func', '\ud800', '\x00', 'é' * 3, 'x' * 300]
 _FIELDS = ['id', 'encoder', 'packer', 'counter', 'key', 'batched', 'unique', 'format',
@@ -189,7 +191,7 @@ def hostile_bytes(rng: random.Random, original: bytes | None) -> bytes:
 def _counter_value(rng: random.Random) -> bytes:
     pick = rng.randrange(6)
     if pick < 3:
-        return keylib.packs(rng.choice(_INTS))
+        return keylib.packs(rng.choice(_COUNTER_INTS))
     if pick == 3:
         return keylib.packs(rng.choice([True, False, 'ten', 1.5, b'x', None]))
     if pick == 4:
@@ -313,8 +315,8 @@ def mutate(rng: random.Random, meta: dict[bytes, bytes]) -> Mutation:
         info = {'id': rng.choice([1, 2, 3, 4, 5, 50, 0, -1]), 'encoder': 'msgpack',
                 'packer': 'plain', 'counter': 'ghost:key'}
         return Mutation(f'new record {keylib.unpacks(new)!r} = {info!r}', new, json.dumps(info).encode())
-    value = keylib.packs(rng.choice(_INTS))
-    return Mutation(f'generation = {str(keylib.unpacks(value)[0])[:40]}',
+    value = keylib.packs(rng.choice(_COUNTER_INTS))
+    return Mutation(f'generation = {catalog.brief_repr(keylib.unpacks(value)[0], 40)}',
             keylib.packs((0, 'sys', 'generation')), value)
 
 

@@ -396,6 +396,7 @@ MALFORMED = [
     ((0, 'format',), b'{"format": "centidb", "version": true}', "format record.*not an int"),
     ((0, 'sys', 'generation'), keylib.packs(2 ** 2000), 'metadata generation.*outside'),
     ((0, 'sys', 'generation'), keylib.packs(-1), 'metadata generation.*outside'),
+    ((0, 'sys', 'generation'), keylib.packs(2 ** 20000), 'metadata generation.*20001 bits'),
     ((0, 'sys', 'prefix'), keylib.packs(0), 'prefix counter.*outside'),
     ((0, 'sys', 'prefix'), keylib.packs(True), 'prefix counter.*not an int'),
     ((0, 'sys', 'encoder'), keylib.packs(500), 'encoder id counter.*outside'),

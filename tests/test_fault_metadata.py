@@ -52,7 +52,8 @@ values = st.one_of(
     json_objects.map(_dumps), json_values.map(_dumps), st.binary(max_size=40),
     st.integers(1, 30000).map(lambda n: b'[' * n + b']' * n),
     st.integers(1, 30000).map(lambda n: b'{"id": 1, "x": ' + b'[' * n + b']' * n + b'}'),
-    (st.integers() | st.booleans() | st.text(max_size=3) | st.floats()).map(_packed),
+    (st.integers() | st.booleans() | st.text(max_size=3) | st.floats()
+     | st.sampled_from([2 ** 20000, -2 ** 2000])).map(_packed),
 )
 elements = (st.integers() | st.text(max_size=6) | st.booleans() | st.none()
             | st.sampled_from(['collection', 'index', 'encoder', 'counter', 'sys', 'format',
