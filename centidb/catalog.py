@@ -27,7 +27,8 @@ from centidb import encodings, keylib
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction
 from centidb.errors import (
-    CorruptKeyError, PickleNotAllowedError, StoreFormatError, UnknownEncoderError,
+    CorruptKeyError, PickleNotAllowedError, StoreFormatError, TooManyEncodersError,
+    UnknownEncoderError,
 )
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
@@ -332,7 +333,10 @@ class EncoderRegistry:
         else:
             encoder_id = _bump(etxn, _ENCODER_COUNTER, 1, 1)
             if encoder_id > MAX_ENCODER_ID:
-                raise ValueError(f'too many encoders and packers: at most {MAX_ENCODER_ID}')
+                raise TooManyEncodersError(
+                    f'cannot number encoder {name!r}: the store has numbered '
+                    f'{MAX_ENCODER_ID} encoders and packers, as many as its records '
+                    f'can name')
             etxn.put(_meta_key('encoder', name), _dump({'id': encoder_id}))
         with self.lock:
             self._encoder_ids[name] = encoder_id

@@ -137,8 +137,9 @@ class Store(CollectionAdmin, StoreHooks):
             built-in encoders and packers are: adding an encoder with one of
             them keeps the built-in).
         :raises TypeError: if `encoder` is not an ``Encoder``.
-        :raises ValueError: if the store already has the most encoders and
-            packers it can number (127).
+        :raises ~centidb.errors.TooManyEncodersError: (a ``ValueError``) if
+            the store already has the most encoders and packers it can
+            number (127).
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         return self._catalog.add_encoder(encoder)

@@ -542,3 +542,15 @@ def test_read_metadata_raises_store_format_error(key, value, match):
     engine.put(keylib.packs(key), value)
     with engine.begin() as etxn, pytest.raises(StoreFormatError, match=match):
         read_metadata(etxn)
+
+
+def test_encoder_ids_run_out_with_a_centidb_error():
+    """Regression: a ValueError that was no centidb error, also from Store()
+    when a built-in encoder's record was missing and the counter at 128."""
+    store, engine = _docs_store()
+    engine.put(keylib.packs((0, 'sys', 'encoder')), keylib.packs(128))
+    with pytest.raises(centidb.errors.TooManyEncodersError, match="'extra'.*127"):
+        store.add_encoder(Encoder('extra', lambda b: b, lambda b: b))
+    engine.delete(keylib.packs((0, 'encoder', 'zlib')))
+    with pytest.raises(centidb.errors.TooManyEncodersError, match="'zlib'"):
+        centidb.Store(engine)
