@@ -259,7 +259,8 @@ def check_collection(etxn: EngineTransaction, coll: Collection, index_ids: Mappi
         next_value = 1 if counter is None else counter
         if numbers and max(numbers) >= next_value:
             problems.append(Problem(coll.name, (max(numbers),),
-                                    f'the counter {coll.counter_name!r} ({next_value}) '
+                                    f'the counter {coll.counter_name!r} '
+                                    f'({catalog.brief_repr(next_value, 80)}) '
                                     f'would hand out this key again'))
     return problems
 

@@ -245,3 +245,12 @@ def test_undecodable_keys_in_the_metadata_space(store):
     store.engine.put(junk, b'x')
     found = [p for p in store.verify() if 'cannot be decoded' in p.message]
     assert len(found) == 1 and repr(junk) in found[0].message
+
+
+def test_a_counter_too_long_to_print(store):
+    """Regression: reporting a counter of -2**20000 raised ValueError (repr's digit limit)."""
+    _, log = fill(store, n=2)
+    store.engine.put(keylib.packs((0, 'counter', 'log:key')), keylib.packs(-2 ** 20000))
+    assert messages(store.verify()) == [
+        "collection 'log', key (2,): the counter 'log:key' (<an int of 20001 bits>) "
+        "would hand out this key again"]
