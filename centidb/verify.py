@@ -163,6 +163,10 @@ def _cross_check(found: _Metadata) -> None:
                 bad(f'its {field} {info[field]!r} has no encoder id', name)
 
 
+def _brief(value: object) -> str:
+    return catalog.brief_repr(value, 200)
+
+
 def _key_of(key_bytes: bytes, prefix: bytes) -> Key | bytes:
     try:
         return keylib.unpacks(key_bytes, prefix)
@@ -289,8 +293,8 @@ def key_problem(coll: Collection, key: Key, value: object) -> str | None:
         return f'its key function raised {type(exc).__name__}: {exc}'
     if same:
         return None
-    return (f'the record is stored under {key!r}, but its key function gives '
-            f'{made!r}: it cannot be found by that key, and saving it writes a '
+    return (f'the record is stored under {_brief(key)}, but its key function gives '
+            f'{_brief(made)}: it cannot be found by that key, and saving it writes a '
             f'second copy')
 
 
@@ -314,12 +318,13 @@ def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id:
             continue
         if value:
             problems.append(Problem(coll.name, parts[1], f'index {name!r}: the entry for '
-                                                         f'{parts[0]!r} holds a value '
+                                                         f'{_brief(parts[0])} holds a value '
                                                          f'({len(value)} bytes), not nothing'))
         entries.add(bytes(entry))
         if keylib.packs(parts[1], coll.prefix) not in stored:
-            problems.append(Problem(coll.name, parts[1], f'index {name!r}: the entry for '
-                                                         f'{parts[0]!r} points at a missing record'))
+            problems.append(Problem(coll.name, parts[1],
+                                    f'index {name!r}: the entry for {_brief(parts[0])} '
+                                    f'points at a missing record'))
     index = coll.indices.get(name)
     if index is None or index.index_id != index_id:
         return problems
@@ -339,12 +344,13 @@ def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id:
             if entry not in entries:
                 problems.append(Problem(coll.name, _key_of(key_bytes, coll.prefix),
                                         f'index {name!r}: the record has no entry for '
-                                        f'{keylib.unpacks_list(entry, index_prefix)[0]!r}'))
+                                        f'{_brief(keylib.unpacks_list(entry, index_prefix)[0])}'))
     for entry in sorted(entries - expected):
         tup, key = keylib.unpacks_list(entry, index_prefix)
         if keylib.packs(key, coll.prefix) in values:    # undecodable ones are reported
-            problems.append(Problem(coll.name, key, f'index {name!r}: a stale entry for '
-                                                    f'{tup!r} (the record does not make it)'))
+            problems.append(Problem(coll.name, key,
+                                    f'index {name!r}: a stale entry for {_brief(tup)} '
+                                    f'(the record does not make it)'))
     return problems
 
 
@@ -371,6 +377,6 @@ def find_orphans(etxn: EngineTransaction, owned: AbstractSet[int]) -> list[Probl
             continue
         if first not in owned:
             problems.append(Problem(None, bytes(key_bytes), f'data under prefix id '
-                                                           f'{first!r}, which no collection '
+                                                           f'{_brief(first)}, which no collection '
                                                            f'or index owns'))
         position = keylib.next_prefix(keylib.packs(first))

@@ -314,7 +314,8 @@ def mutate(rng: random.Random, meta: dict[bytes, bytes]) -> Mutation:
             new = keylib.packs((0, 'index', rng.choice([1, 2, 3, 50]), 'ghost'))
         info = {'id': rng.choice([1, 2, 3, 4, 5, 50, 0, -1]), 'encoder': 'msgpack',
                 'packer': 'plain', 'counter': 'ghost:key'}
-        return Mutation(f'new record {keylib.unpacks(new)!r} = {info!r}', new, json.dumps(info).encode())
+        return Mutation(f'new record {keylib.unpacks(new)!r} = {info!r}', new,
+                        json.dumps(info).encode())
     value = keylib.packs(rng.choice(_COUNTER_INTS))
     return Mutation(f'generation = {catalog.brief_repr(keylib.unpacks(value)[0], 40)}',
             keylib.packs((0, 'sys', 'generation')), value)

@@ -363,7 +363,8 @@ def _json(text):
     return text.encode()
 
 
-_COLL = '{"counter": "docs:key", "encoder": "msgpack", "key": "key_func", "packer": "plain", "id": %s}'
+_COLL = ('{"counter": "docs:key", "encoder": "msgpack", "key": "key_func", "packer": "plain", '
+         '"id": %s}')
 _DEEP = b'{"id": 1, "x": ' + b'[' * 20000 + b']' * 20000 + b'}'   # under the size limit
 
 #: (metadata key, stored bytes, words the error must hold)
