@@ -13,6 +13,11 @@ reads every collection, runs ``verify()``, reads the catalog as the CLI does
 (``cli_common.read_metadata``), creates a collection with an index and
 writes to it, and runs ``verify()`` again.
 
+Each case also hands 20 more mutated records straight to the parser
+(``catalog.parse_key`` and ``parse_value``), which must raise
+``StoreFormatError`` or return what ``docs/format.rst`` allows: that is
+where most of the volume comes from.
+
 The changes: hostile JSON in a record (nested thousands deep, wrong types,
 huge, negative or fractional numbers, NaN, surrogates, missing and extra
 fields), bytes that are not JSON or not UTF-8, counters holding huge ints,
@@ -60,7 +65,7 @@ from centidb.engines.lmdb import LmdbEngine  # noqa: E402
 from centidb.errors import CentiError  # noqa: E402
 
 __all__ = ['campaign', 'base_store', 'mutate', 'given_mutation', 'run_case', 'exercise',
-           'Mutation']
+           'parse_directly', 'Mutation']
 
 
 
@@ -86,6 +91,8 @@ NEW = 'fuzz_new'
 
 #: A case uses LMDB instead of MemoryEngine once in this many.
 LMDB_EVERY = 25
+#: Each case also hands this many mutated records straight to the parser.
+PARSES_PER_CASE = 20
 
 
 def _by_id(rec: Any) -> Any:
@@ -436,6 +443,53 @@ def _check_not_aliased(run: _Run, engine: Engine, store: centidb.Store, new: Any
             run.wrong(f'creating {NEW!r} changed the records of {name!r}')
 
 
+def _parsed_well(key: Any, value: Any) -> str | None:
+    """What a record the parser accepted breaks of ``docs/format.rst``, or None."""
+    kind = key[0]
+    if kind in ('counter', 'sys'):
+        return None if type(value) is int else f'a counter parsed to {value!r:.60}'
+    if type(value) is not dict:
+        return f'parsed to {type(value).__name__}'
+    if kind == 'format':
+        ok = type(value.get('format')) is str and type(value.get('version')) is int
+    else:
+        hi = catalog.MAX_ENCODER_ID if kind == 'encoder' else catalog.MAX_PREFIX_ID
+        ok = type(value.get('id')) is int and 1 <= value['id'] <= hi
+        if kind == 'collection':
+            ok = ok and all(type(value.get(f)) is str for f in ('encoder', 'packer', 'counter'))
+            ok = ok and value.get('key', 'auto') in catalog.KEY_KINDS
+            ok = ok and type(value.get('batched', False)) is bool
+        if kind == 'index':
+            ok = ok and type(value.get('unique', False)) is bool
+    return None if ok else f'accepted {value!r:.100}'
+
+
+def parse_directly(rng: random.Random, meta: dict[bytes, bytes], count: int,
+                   label: str) -> list[str]:
+    """Hand `count` mutated records to ``parse_key``/``parse_value``; return the errors.
+
+    Each must raise ``StoreFormatError`` or parse to what ``docs/format.rst``
+    allows.
+    """
+    errors = []
+    for _ in range(count):
+        mutation = mutate(rng, meta)
+        if mutation.value is None:
+            continue
+        try:
+            key = catalog.parse_key(mutation.key)
+            wrong = _parsed_well(key, catalog.parse_value(key, mutation.value))
+        except CentiError:
+            continue
+        except Exception as exc:        # the finding
+            errors.append(f'{label}: parse {mutation.what}: {type(exc).__name__}: '
+                          f'{str(exc)[:160]}')
+            continue
+        if wrong is not None:
+            errors.append(f'{label}: parse {mutation.what}: {wrong}')
+    return errors
+
+
 # --- the campaign ---------------------------------------------------------------------
 
 def _cases(count: int, seed: int, items: list[tuple[bytes, bytes]]) -> Iterator[
@@ -491,13 +545,17 @@ def campaign(count: int, seed: int) -> dict[str, Any]:
 
     :param count: how many damaged stores to try.
     :param seed: the seed; a case is reproducible from (seed, case number).
-    :returns: ``{'cases', 'mutations', 'lmdb_cases', 'errors', 'seconds'}``,
-        where ``'errors'`` lists a description of every finding.
+    :returns: ``{'cases', 'mutations', 'parsed', 'records', 'lmdb_cases',
+        'errors', 'seconds'}``: ``'mutations'`` records changed in stores,
+        ``'parsed'`` records handed straight to the parser
+        (:data:`PARSES_PER_CASE` per case), ``'records'`` both, and
+        ``'errors'`` a description of every finding.
     """
     started = time.monotonic()
     items, expected = base_store()
     errors: list[str] = []
-    mutations_done = lmdb_cases = 0
+    mutations_done = lmdb_cases = parsed = 0
+    meta = {k: v for k, v in items if k[:1] == keylib.packs(0)}
     tmp = tempfile.mkdtemp(prefix='centidb-fault-metadata-')
     try:
         for case, mutations in _cases(count, seed, items):
@@ -508,9 +566,13 @@ def campaign(count: int, seed: int) -> dict[str, Any]:
                                f'seed {seed} case {case} ({type(engine).__name__})')
             if isinstance(engine, LmdbEngine):
                 shutil.rmtree(os.path.join(tmp, f'case{case}'), ignore_errors=True)
+            rng = random.Random(seed * 1_000_003 + case + 0x5EED)
+            errors += parse_directly(rng, meta, PARSES_PER_CASE, f'seed {seed} case {case}')
+            parsed += PARSES_PER_CASE
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {'cases': count, 'mutations': mutations_done, 'lmdb_cases': lmdb_cases,
+    return {'cases': count, 'mutations': mutations_done, 'parsed': parsed,
+            'records': mutations_done + parsed, 'lmdb_cases': lmdb_cases,
             'errors': errors, 'seconds': round(time.monotonic() - started, 1)}
 
 
@@ -522,7 +584,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     result = campaign(args.count, args.seed)
     print(f"metadata: {result['cases']} cases ({result['lmdb_cases']} on LMDB), "
-          f"{result['mutations']} records changed, {len(result['errors'])} errors, "
+          f"{result['mutations']} records changed in stores, {result['parsed']} parsed "
+          f"directly, {len(result['errors'])} errors, "
           f"{result['seconds']} s")
     for line in result['errors'][:50]:
         print('  ' + line)

@@ -87,6 +87,7 @@ def test_damaged_metadata_gives_correct_data_or_a_centidb_error(changes):
 def test_the_seeded_campaign_finds_nothing():
     result = fault_metadata.campaign(50, seed=11)
     assert result['cases'] == 50 and result['lmdb_cases'] == 2
+    assert result['parsed'] == 50 * fault_metadata.PARSES_PER_CASE
     assert result['errors'] == []
 
 
