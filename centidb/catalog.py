@@ -21,31 +21,28 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, TypeVar
+from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, cast
 
 from centidb import encodings, keylib
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction
 from centidb.errors import (
-    CorruptKeyError, PickleNotAllowedError, StoreFormatError, UnknownEncoderError,
+    CorruptKeyError, PickleNotAllowedError, StoreFormatError, TooManyEncodersError,
+    UnknownEncoderError,
 )
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Catalog', 'EncoderRegistry', 'check', 'CollectionInfo', 'MetaProblem', 'FORMAT_NAME',
-           'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
-
-_T = TypeVar('_T')
+__all__ = ['Catalog', 'EncoderRegistry', 'CollectionInfo', 'FORMAT_NAME',
+           'FORMAT_VERSION', 'MAX_ENCODER_ID', 'MAX_PREFIX_ID', 'MAX_GENERATION',
+           'MAX_META_BYTES', 'KEY_KINDS', 'describe', 'parse_key', 'parse_value',
+           'read_record', 'scan', 'check_format_info', 'brief_repr']
 
 #: A collection's metadata ``dict``, as stored (JSON): ``'id'`` (its prefix
 #: id, an ``int``), ``'encoder'``, ``'packer'`` and ``'counter'`` (names),
 #: ``'key'`` (its key kind, one of :data:`KEY_KINDS`; absent in stores from
 #: before kinds were recorded) and ``'batched'`` (true once it held a batch).
 CollectionInfo = Dict[str, Any]
-
-#: A problem :func:`check` found: ``(collection name or None, key or None,
-#: message)``, the fields of a :class:`~centidb.verify.Problem`.
-MetaProblem = Tuple[Optional[str], Optional[Key], str]
 
 #: Written to ``(0, 'format')`` when a store is created.
 FORMAT_NAME = 'centidb'
@@ -54,11 +51,30 @@ FORMAT_VERSION = 1
 #: Encoder ids fit in the one-byte record header; 0x80 and up are reserved.
 MAX_ENCODER_ID = 0x7F
 
+#: The largest prefix id. Ids are numbered from 1 by the prefix counter,
+#: which no store counts that far; a larger one is damage.
+MAX_PREFIX_ID = 2 ** 63 - 1
+#: The largest metadata generation (it counts metadata changes).
+MAX_GENERATION = 2 ** 63 - 1
+#: The largest JSON metadata value read: a real one holds a few short fields.
+MAX_META_BYTES = 1 << 16
+
 _META = 0
 _FORMAT_KEY = keylib.packs((_META, 'format'))
-_GENERATION_KEY = keylib.packs((_META, 'sys', 'generation'))
-_PREFIX_COUNTER = (_META, 'sys', 'prefix')
-_ENCODER_COUNTER = (_META, 'sys', 'encoder')
+_PREFIX_COUNTER = ('sys', 'prefix')
+_ENCODER_COUNTER = ('sys', 'encoder')
+_GENERATION = ('sys', 'generation')
+_GENERATION_KEY = keylib.packs((_META,) + _GENERATION)   # read as each write begins
+
+#: The key kinds a collection records: how its records get their keys.
+KEY_KINDS = ('key_func', 'txn_key_func', 'auto')
+
+#: ``sys`` counter -> (its name in messages, lowest value, highest value).
+_SYS_COUNTERS = {
+    'prefix': ('the prefix counter', 1, MAX_PREFIX_ID + 1),
+    'encoder': ('the encoder id counter', 1, MAX_ENCODER_ID + 1),
+    'generation': ('the metadata generation', 0, MAX_GENERATION),
+}
 
 
 def _meta_key(*parts: Any) -> bytes:
@@ -69,68 +85,227 @@ def _dump(info: Mapping[str, Any]) -> bytes:
     return json.dumps(info, sort_keys=True).encode('utf-8')
 
 
-def _load(data: bytes, what: str) -> dict[str, Any]:
-    """The JSON object stored for metadata `what`; StoreFormatError if unreadable."""
+def brief_repr(value: object, limit: int = 120) -> str:
+    """``repr(value)`` for a message, cut to `limit` characters.
+
+    An int too long for ``repr`` (Python refuses more than 4300 digits by
+    default) is described by its size instead.
+
+    :param value: any object.
+    :param limit: the longest text returned.
+    """
     try:
-        info = json.loads(bytes(data).decode('utf-8'))
-    except ValueError as exc:
-        raise StoreFormatError(f'the metadata of {what} is unreadable ({exc}): '
-                               f'{bytes(data)[:80]!r}') from None
-    if not isinstance(info, dict):
-        raise StoreFormatError(f'the metadata of {what} is not an object: {info!r:.80}')
-    return info
+        text = repr(value)
+    except ValueError:
+        text = (f'<an int of {value.bit_length()} bits>' if isinstance(value, int)
+                else f'<a {type(value).__name__} holding an int too long to print>')
+    return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
-def _field(info: Mapping[str, Any], name: str, kind: type[_T], what: str) -> _T:
-    value = info.get(name)
-    if type(value) is not kind:
-        raise StoreFormatError(f'the metadata of {what} has no valid {name!r} '
-                               f'(a {kind.__name__}): {info!r:.120}')
-    return value
+_show = brief_repr
 
 
-def _collection_info(stored: bytes, name: str) -> CollectionInfo:
-    """Collection `name`'s metadata ``dict`` from its stored bytes, checked."""
-    what = f'collection {name!r}'
-    info = _load(stored, what)
-    _field(info, 'id', int, what)
-    for field in ('encoder', 'packer', 'counter'):
-        _field(info, field, str, what)
-    if info.get('key', 'auto') not in KEY_KINDS:
-        raise StoreFormatError(f'the metadata of {what} names an unknown key kind '
-                               f'{info["key"]!r}')
-    return info
+def describe(key: Key) -> str:
+    """Words naming the metadata record `key` (its key without the element 0).
+
+    :param key: a key tuple from :func:`parse_key`.
+    """
+    kind = key[0]
+    if kind == 'format':
+        return 'the store format record'
+    if kind == 'sys':
+        return _SYS_COUNTERS[key[1]][0]
+    if kind == 'index':
+        return f'index {_show(key[2])} of collection id {key[1]}'
+    return f'{kind} {_show(key[1])}'
 
 
-def _int_at(etxn: EngineTransaction, key: bytes, what: str) -> int | None:
-    """The int stored under `key` (packed as a key), None if absent."""
-    stored = etxn.get(key)
-    return None if stored is None else _int_of(stored, what)
+def _bad(key: Key, problem: str) -> StoreFormatError:
+    return StoreFormatError(f'{describe(key)} (metadata key {_show((_META,) + key)}): '
+                            f'{problem}')
 
 
-def _int_of(stored: bytes, what: str) -> int:
-    """The int in `stored`, a 1-tuple packed as a key."""
+def _named(key: Key, position: int, nonempty: bool = True) -> bool:
+    return type(key[position]) is str and (key[position] != '' or not nonempty)
+
+
+def _known_shape(key: Key) -> bool:
+    """True if `key` (without the element 0) is the key of a metadata record."""
+    kind, size = key[0] if key else None, len(key)
+    if kind == 'format':
+        return size == 1
+    if kind in ('collection', 'encoder', 'counter'):
+        return size == 2 and _named(key, 1, kind != 'counter')
+    if kind == 'index':
+        return (size == 3 and type(key[1]) is int and 1 <= key[1] <= MAX_PREFIX_ID
+                and _named(key, 2))
+    if kind == 'sys':
+        return size == 2 and type(key[1]) is str and key[1] in _SYS_COUNTERS
+    return False
+
+
+def parse_key(key_bytes: bytes) -> Key:
+    """The key of a metadata record, without its element 0, checked.
+
+    :param key_bytes: an engine key under the metadata element ``0``.
+    :raises ~centidb.errors.StoreFormatError: naming the key, if it does not
+        decode or is not the key of any metadata record.
+    """
     try:
-        value = keylib.unpacks(stored)
+        key = keylib.unpacks(key_bytes)
     except CorruptKeyError as exc:
-        raise StoreFormatError(f'{what} is unreadable ({exc})') from None
-    if len(value) != 1 or type(value[0]) is not int:
-        raise StoreFormatError(f'{what} holds {value!r:.80}, not an int')
-    return value[0]
+        raise StoreFormatError(f'metadata key {_show(bytes(key_bytes))} cannot be '
+                               f'decoded ({exc})') from None
+    if not key or type(key[0]) is not int or key[0] != _META or not _known_shape(key[1:]):
+        raise StoreFormatError(f'unknown metadata record {_show(key)}: no metadata '
+                               f'record has this key')
+    return key[1:]
 
 
-def _bump(etxn: EngineTransaction, key: bytes, n: int, init: int, what: str) -> int:
-    """Return the int stored under `key` (or `init`), then add `n` to it."""
-    value = _int_at(etxn, key, what)
+def _json_object(key: Key, value: bytes) -> dict[str, Any]:
+    data = bytes(value)
+    if len(data) > MAX_META_BYTES:
+        raise _bad(key, f'its value is {len(data)} bytes, more than the '
+                        f'{MAX_META_BYTES} a metadata record may hold')
+    try:
+        info = json.loads(data.decode('utf-8'))
+    except (ValueError, RecursionError) as exc:
+        raise _bad(key, f'its value is unreadable ({type(exc).__name__}: '
+                        f'{_show(str(exc), 100)}): {_show(data[:80])}') from None
+    if not isinstance(info, dict):
+        raise _bad(key, f'its value is not a JSON object: {_show(info)}')
+    return info
+
+
+def _check_field(key: Key, info: Mapping[str, Any], name: str, kind: type,
+                 lo: int | None = None, hi: int | None = None,
+                 optional: bool = False) -> None:
+    """Check that field `name` of `info` is a `kind` (an int from `lo` to `hi`)."""
+    if optional and name not in info:
+        return
+    if name not in info:
+        raise _bad(key, f'it has no {name!r} field')
+    value: Any = info[name]
+    if type(value) is not kind:
+        article = 'an' if kind is int else 'a'
+        raise _bad(key, f'its {name!r} is {_show(value, 80)}, not {article} {kind.__name__}')
+    if lo is not None and hi is not None and not lo <= cast(int, value) <= hi:
+        raise _bad(key, f'its {name!r} is {_show(value, 80)}, outside {lo} to {hi}')
+
+
+def _int_value(key: Key, value: bytes) -> int:
+    """The int a counter record holds (a 1-tuple packed as a key), checked."""
+    try:
+        held = keylib.unpacks(value)
+    except CorruptKeyError as exc:
+        raise _bad(key, f'its value is unreadable ({exc})') from None
+    if len(held) != 1 or type(held[0]) is not int:
+        raise _bad(key, f'it holds {_show(held, 80)}, not an int')
+    number: int = held[0]
+    if key[0] == 'sys':
+        _, lo, hi = _SYS_COUNTERS[key[1]]
+        if not lo <= number <= hi:
+            raise _bad(key, f'it holds {_show(number, 80)}, outside {lo} to {hi}')
+    return number
+
+
+def parse_value(key: Key, value: bytes) -> Any:
+    """What the metadata record `key` holds, checked field by field.
+
+    The one parser of metadata values: the catalog, ``Store.verify()`` and
+    the command line read every record through it.
+
+    :param key: the record's key, as :func:`parse_key` returns it.
+    :param value: its stored bytes.
+    :returns: an ``int`` for a counter (``'counter'`` and ``'sys'``
+        records), else the JSON object, a ``dict`` whose fields
+        ``docs/format.rst`` lists, each of its type (ids are ints in range).
+    :raises ~centidb.errors.StoreFormatError: naming the record and what is
+        wrong with it.
+    """
+    kind = key[0]
+    if kind in ('counter', 'sys'):
+        return _int_value(key, value)
+    info = _json_object(key, value)
+    if kind == 'format':
+        _check_field(key, info, 'format', str)
+        _check_field(key, info, 'version', int)
+    elif kind == 'encoder':
+        _check_field(key, info, 'id', int, 1, MAX_ENCODER_ID)
+    else:
+        _check_field(key, info, 'id', int, 1, MAX_PREFIX_ID)
+        if kind == 'index':
+            _check_field(key, info, 'unique', bool, optional=True)
+        else:
+            for field in ('encoder', 'packer', 'counter'):
+                _check_field(key, info, field, str)
+            if info.get('key', 'auto') not in KEY_KINDS:
+                raise _bad(key, f'its key kind {_show(info["key"], 80)} is not one of '
+                                f'{", ".join(KEY_KINDS)}')
+            _check_field(key, info, 'batched', bool, optional=True)
+    return info
+
+
+def read_record(etxn: EngineTransaction, *key: Any) -> Any:
+    """What the metadata record `key` holds (see :func:`parse_value`), or None if absent.
+
+    :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+    :param key: the record's key without the element 0, for example
+        ``'collection', name``.
+    :raises ~centidb.errors.StoreFormatError: if it is malformed.
+    """
+    stored = etxn.get(_meta_key(*key))
+    return None if stored is None else parse_value(key, stored)
+
+
+def scan(etxn: EngineTransaction, *parts: Any) -> Iterator[tuple[Key, Any]]:
+    """Every metadata record whose key starts with `parts`, as ``(key, value)``.
+
+    Keys are without the element 0; values as :func:`parse_value` returns
+    them. Any record in the range that is not a well-formed metadata record
+    raises, so nothing malformed is skipped.
+
+    :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+    :param parts: the first elements of the keys, for example
+        ``'index', collection id``.
+    :raises ~centidb.errors.StoreFormatError: naming the first malformed
+        record.
+    """
+    lo, hi = keylib.prefix_range((_META,) + parts)
+    for key_bytes, value in etxn.items(lo, hi):
+        key = parse_key(key_bytes)
+        yield key, parse_value(key, value)
+
+
+def check_format_info(info: Mapping[str, Any]) -> None:
+    """Check that a parsed format record names this format and version.
+
+    :param info: the format record, as :func:`parse_value` returns it.
+    :raises ~centidb.errors.StoreFormatError: for another format or version.
+    """
+    name, version = info['format'], info['version']
+    if name != FORMAT_NAME:
+        raise StoreFormatError(f'the engine holds a {_show(name)} store, not {FORMAT_NAME!r}')
+    if version != FORMAT_VERSION:
+        raise StoreFormatError(
+            f'the store has format version {_show(version)}; this centidb reads '
+            f'version {FORMAT_VERSION}')
+
+
+def _holds_data(etxn: EngineTransaction, prefix_id: int) -> bool:
+    """True if some engine key starts with prefix id `prefix_id`."""
+    lo, hi = keylib.prefix_range((prefix_id,))
+    return etxn.first(lo, hi) is not None
+
+
+def _bump(etxn: EngineTransaction, key: Key, n: int, init: int) -> int:
+    """Return the counter `key` holds (or `init`), then add `n` to it."""
+    value = read_record(etxn, *key)
     if value is None:
         value = init
     if n:
-        etxn.put(key, keylib.packs(value + n))
-    return value
-
-
-#: The key kinds a collection records: how its records get their keys.
-KEY_KINDS = ('key_func', 'txn_key_func', 'auto')
+        etxn.put(_meta_key(*key), keylib.packs(value + n))
+    return value  # type: ignore[no-any-return]  # counters parse to int
 
 
 class EncoderRegistry:
@@ -152,17 +327,17 @@ class EncoderRegistry:
 
     def _persist_encoder_id(self, etxn: EngineTransaction, name: str) -> int:
         """The id stored for encoder `name`, numbering it first if it has none."""
-        key = _meta_key('encoder', name)
-        stored = etxn.get(key)
+        stored = read_record(etxn, 'encoder', name)
         if stored is not None:
-            encoder_id = _field(_load(stored, f'encoder {name!r}'), 'id', int,
-                                f'encoder {name!r}')
+            encoder_id: int = stored['id']
         else:
-            encoder_id = _bump(etxn, keylib.packs(_ENCODER_COUNTER), 1, 1,
-                               'the encoder id counter')
+            encoder_id = _bump(etxn, _ENCODER_COUNTER, 1, 1)
             if encoder_id > MAX_ENCODER_ID:
-                raise ValueError(f'too many encoders and packers: at most {MAX_ENCODER_ID}')
-            etxn.put(key, _dump({'id': encoder_id}))
+                raise TooManyEncodersError(
+                    f'cannot number encoder {name!r}: the store has numbered '
+                    f'{MAX_ENCODER_ID} encoders and packers, as many as its records '
+                    f'can name')
+            etxn.put(_meta_key('encoder', name), _dump({'id': encoder_id}))
         with self.lock:
             self._encoder_ids[name] = encoder_id
             self._encoder_names[encoder_id] = name
@@ -287,6 +462,9 @@ class Catalog(EncoderRegistry):
         self.lock = threading.RLock()
         #: The metadata generation as last read; None: reload at the next refresh.
         self.generation: int | None = None
+        # (generation, prefix counter) at which the counter was last seen
+        # above every prefix id in use (see next_prefix_id).
+        self._prefix_checked: tuple[int, int] | None = None
         self._encoders = {enc.name: enc for enc in encodings.BUILTIN_ENCODERS
                           if enc is not encodings.PICKLE_ENCODER}
         self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
@@ -314,23 +492,14 @@ class Catalog(EncoderRegistry):
         :raises ~centidb.errors.StoreFormatError: for another format or
             version, or data without a format record.
         """
-        stored = etxn.get(_FORMAT_KEY)
-        if stored is None:
+        info = read_record(etxn, 'format')
+        if info is None:
             for _ in etxn.keys():
                 raise StoreFormatError(
                     f'{self.engine!r} holds data but no centidb format '
                     f'record: it is not a centidb store')
             return True
-        info = _load(stored, 'the store format')
-        if 'format' not in info or 'version' not in info:
-            raise StoreFormatError(f'unreadable centidb format record: {bytes(stored)!r:.100}')
-        name, version = info['format'], info['version']
-        if name != FORMAT_NAME:
-            raise StoreFormatError(f'the engine holds a {name!r} store, not {FORMAT_NAME!r}')
-        if version != FORMAT_VERSION:
-            raise StoreFormatError(
-                f'the store has format version {version!r}; this centidb reads '
-                f'version {FORMAT_VERSION}')
+        check_format_info(info)
         return False
 
     def _has_builtin_ids(self, etxn: EngineTransaction) -> bool:
@@ -344,19 +513,20 @@ class Catalog(EncoderRegistry):
         :returns: True if the stored generation differed from the cached one
             (the store then reloads its collections).
         """
-        generation = _int_at(etxn, _GENERATION_KEY, 'the metadata generation') or 0
+        stored = etxn.get(_GENERATION_KEY)
+        generation = 0 if stored is None else _int_value(_GENERATION, stored)
         if generation == self.generation:
             return False
         with self.lock:
             ids: dict[str, int] = {}
             names: dict[int, str] = {}
-            lo, hi = keylib.prefix_range((_META, 'encoder'))
-            for key_bytes, value in etxn.items(lo, hi):
-                name = keylib.unpacks(key_bytes)[2]
-                encoder_id = _field(_load(value, f'encoder {name!r}'), 'id', int,
-                                    f'encoder {name!r}')
-                ids[name] = encoder_id
-                names[encoder_id] = name
+            for key, info in scan(etxn, 'encoder'):
+                encoder_id = info['id']
+                if encoder_id in names:     # records would decode with either packer
+                    raise _bad(key, f'its id {encoder_id} is also the id of encoder '
+                                    f'{names[encoder_id]!r}')
+                ids[key[1]] = encoder_id
+                names[encoder_id] = key[1]
             self._encoder_ids, self._encoder_names = ids, names
             self.generation = generation
         return True
@@ -364,7 +534,7 @@ class Catalog(EncoderRegistry):
     def _changed(self, txn: Transaction) -> None:
         """Bump the generation in `txn`: other processes reload at their next write."""
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
-        self.generation = _bump(etxn, _GENERATION_KEY, 1, 0, 'the metadata generation') + 1
+        self.generation = _bump(etxn, _GENERATION, 1, 0) + 1
         txn.undo.append(self._forget_generation)
 
     def _forget_generation(self) -> None:
@@ -379,8 +549,8 @@ class Catalog(EncoderRegistry):
         :param name: the collection's name.
         :raises ~centidb.errors.StoreFormatError: if it is unreadable.
         """
-        stored = etxn.get(_meta_key('collection', name))
-        return None if stored is None else _collection_info(stored, name)
+        info: CollectionInfo | None = read_record(etxn, 'collection', name)
+        return info
 
     def collections(self, etxn: EngineTransaction) -> dict[str, CollectionInfo]:
         """A ``dict`` from name to metadata of every collection stored.
@@ -389,13 +559,7 @@ class Catalog(EncoderRegistry):
         :raises ~centidb.errors.StoreFormatError: if a collection's metadata
             is unreadable.
         """
-        lo, hi = keylib.prefix_range((_META, 'collection'))
-        infos: dict[str, CollectionInfo] = {}
-        for key_bytes, value in etxn.items(lo, hi):
-            key = keylib.unpacks(key_bytes)
-            if len(key) == 3:
-                infos[key[2]] = _collection_info(value, key[2])
-        return infos
+        return {key[1]: info for key, info in scan(etxn, 'collection')}
 
     def create_collection(self, txn: Transaction, name: str, encoder: Encoder, packer: Encoder,
                           counter_name: str | None,
@@ -415,15 +579,16 @@ class Catalog(EncoderRegistry):
         info = self.collection_info(etxn, name)
         if info is not None:        # another thread or process created it
             return info, False
+        prefix_id = self.next_prefix_id(etxn)
         info = {
-            'id': _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1, 'the prefix counter'),
+            'id': prefix_id,
             'encoder': encoder.name,
             'packer': packer.name,
             'counter': counter_name or f'{name}:key',
             'key': key_kind,
         }
         etxn.put(_meta_key('collection', name), _dump(info))
-        self._changed(txn)
+        self._took_prefix_id(txn, prefix_id)
         return info, True
 
     def save_collection_info(self, txn: Transaction, name: str, info: CollectionInfo) -> None:
@@ -502,20 +667,55 @@ class Catalog(EncoderRegistry):
         :param etxn: an :class:`~centidb.engines.EngineTransaction`.
         :param coll_id: the collection's prefix id.
         """
-        lo, hi = keylib.prefix_range((_META, 'index', coll_id))
-        ids: dict[str, int] = {}
-        for key_bytes, value in etxn.items(lo, hi):
-            name = keylib.unpacks(key_bytes)[3]
-            what = f'index {name!r} of collection id {coll_id}'
-            ids[name] = _field(_load(value, what), 'id', int, what)
-        return ids
+        return {key[2]: info['id'] for key, info in scan(etxn, 'index', coll_id)}
 
     def next_prefix_id(self, etxn: EngineTransaction) -> int:
-        """The prefix id the next collection or index will get (nothing is written).
+        """The prefix id the next collection or index will get.
+
+        The prefix counter is above every id in use unless the store was
+        damaged or edited by hand. When it is not, it is first moved past
+        every id a collection or index uses and every id data lies under,
+        in `etxn` (which must then be a write transaction): a new
+        collection or index never shares its prefix with anything stored,
+        so nothing is overwritten, whatever the counter held.
 
         :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :raises ~centidb.errors.StoreFormatError: if the counter or the
+            metadata of a collection or index is malformed (then no id can
+            be shown to be free), or every prefix id is taken.
         """
-        return _bump(etxn, keylib.packs(_PREFIX_COUNTER), 0, 1, 'the prefix counter')
+        state = self._prefix_state(etxn)
+        counter = prefix_id = state[1]
+        if state != self._prefix_checked:
+            # Metadata changed since the counter was last checked: check it.
+            prefix_id = max(counter, max(self._used_prefix_ids(etxn), default=0) + 1)
+        while _holds_data(etxn, prefix_id):
+            prefix_id += 1
+        if prefix_id > MAX_PREFIX_ID:
+            raise _bad(_PREFIX_COUNTER, f'no prefix id is left above {counter - 1}')
+        if prefix_id != counter:
+            etxn.put(_meta_key(*_PREFIX_COUNTER), keylib.packs(prefix_id))
+        self._prefix_checked = (state[0], prefix_id)
+        return prefix_id
+
+    def _prefix_state(self, etxn: EngineTransaction) -> tuple[int, int]:
+        """``(metadata generation, prefix counter)`` as stored."""
+        return (read_record(etxn, *_GENERATION) or 0,
+                read_record(etxn, *_PREFIX_COUNTER) or 1)
+
+    def _took_prefix_id(self, txn: Transaction, prefix_id: int) -> None:
+        """Move the prefix counter past `prefix_id`, just recorded as used."""
+        etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
+        etxn.put(_meta_key(*_PREFIX_COUNTER), keylib.packs(prefix_id + 1))
+        self._changed(txn)
+        # Still checked: if txn aborts, the stored state differs again.
+        self._prefix_checked = (self.generation, prefix_id + 1)  # type: ignore[assignment]
+
+    def _used_prefix_ids(self, etxn: EngineTransaction) -> dict[int, str]:
+        """Every prefix id the stored collections and indexes use -> which record."""
+        used = {info['id']: describe(key) for key, info in scan(etxn, 'index')}
+        used.update((info['id'], describe(key)) for key, info in scan(etxn, 'collection'))
+        return used
 
     def index_unique(self, etxn: EngineTransaction, coll_id: int, name: str) -> bool:
         """Whether the stored index `name` of collection `coll_id` is unique.
@@ -527,14 +727,8 @@ class Catalog(EncoderRegistry):
         :param name: the index's name.
         :raises ~centidb.errors.StoreFormatError: if the flag is not a bool.
         """
-        value = etxn.get(_meta_key('index', coll_id, name))
-        if value is None:
-            return False
-        what = f'index {name!r} of collection id {coll_id}'
-        unique = _load(value, what).get('unique', False)
-        if type(unique) is not bool:
-            raise StoreFormatError(f'{what}: its unique flag is {unique!r}, not a bool')
-        return unique
+        info = read_record(etxn, 'index', coll_id, name)
+        return False if info is None else info.get('unique', False) is True
 
     def create_index(self, txn: Transaction, coll_id: int, name: str,
                      unique: bool = False) -> int:
@@ -544,14 +738,24 @@ class Catalog(EncoderRegistry):
         :param coll_id: the collection's prefix id.
         :param name: the index's name.
         :param unique: whether no two records may share an index tuple.
+        :returns: the id, the one :meth:`next_prefix_id` returned in `txn`
+            (which its entries were written under).
+        :raises ~centidb.errors.StoreFormatError: if a collection or index
+            uses that id (:meth:`next_prefix_id` was not called first).
         """
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
-        index_id = _bump(etxn, keylib.packs(_PREFIX_COUNTER), 1, 1, 'the prefix counter')
+        state = self._prefix_state(etxn)
+        index_id = state[1]
+        owner = (None if state == self._prefix_checked
+                 else self._used_prefix_ids(etxn).get(index_id))
+        if owner is not None:
+            raise _bad(_PREFIX_COUNTER, f'it gives prefix id {index_id}, which {owner} '
+                                        f'uses; call next_prefix_id() first')
         meta: dict[str, Any] = {'id': index_id}
         if unique:      # absent when false: stores from before read the same
             meta['unique'] = True
         etxn.put(_meta_key('index', coll_id, name), _dump(meta))
-        self._changed(txn)
+        self._took_prefix_id(txn, index_id)
         return index_id
 
     def delete_index(self, txn: Transaction, coll_id: int, name: str) -> None:
@@ -578,7 +782,7 @@ class Catalog(EncoderRegistry):
         :raises ~centidb.errors.StoreFormatError: if the stored value is not
             an int.
         """
-        return _bump(etxn, _meta_key('counter', name), n, init, f'counter {name!r}')
+        return _bump(etxn, ('counter', name), n, init)
 
     def raise_counter(self, etxn: EngineTransaction, name: str, at_least: int) -> None:
         """Make counter `name` at least `at_least` (a counter not stored counts as 1).
@@ -587,89 +791,6 @@ class Catalog(EncoderRegistry):
         :param name: the counter's name.
         :param at_least: the lowest value it may have afterwards.
         """
-        key = _meta_key('counter', name)
-        value = _int_at(etxn, key, f'counter {name!r}')
+        value = read_record(etxn, 'counter', name)
         if (1 if value is None else value) < at_least:
-            etxn.put(key, keylib.packs(at_least))
-
-
-def check(catalog: Catalog, etxn: EngineTransaction) -> tuple[
-        list[MetaProblem], dict[str, CollectionInfo], dict[int, dict[str, int]],
-        dict[str, int]]:
-    """Read and check every metadata record of `catalog`; see ``Store.verify()``.
-
-    :param catalog: the store's :class:`Catalog`.
-    :param etxn: an :class:`~centidb.engines.EngineTransaction`.
-    :returns: ``(problems, collections, indexes, counters)``: a list of
-        :data:`MetaProblem`, a ``dict``
-        from name to metadata of every readable collection, a ``dict``
-        from collection id to its index ids, and a ``dict`` from name to
-        value of every readable counter.
-    """
-    problems: list[MetaProblem] = []
-    collections: dict[str, CollectionInfo] = {}
-    indexes: dict[int, dict[str, int]] = {}
-    encoder_ids: dict[str, int] = {}
-    counters: dict[Key, int] = {}
-
-    def bad(message: str, coll: str | None = None, key: Key | None = None) -> None:
-        problems.append((coll, key, message))
-
-    lo, hi = keylib.prefix_range((_META,))
-    for key_bytes, value in etxn.items(lo, hi):
-        try:
-            key = keylib.unpacks(key_bytes)[1:]
-        except CorruptKeyError as exc:
-            bad(f'metadata key {bytes(key_bytes)!r} is corrupt ({exc})')
-            continue
-        try:
-            _check_record(catalog, key, etxn, value, collections, indexes, encoder_ids,
-                          counters)
-        except StoreFormatError as exc:
-            bad(str(exc), key[1] if key[:1] == ('collection',) else None)
-    by_id = {info['id']: name for name, info in collections.items()}
-    used = sorted(by_id) + sorted(i for ids in indexes.values() for i in ids.values())
-    if len(set(used)) != len(used):
-        bad(f'prefix ids are used twice: {sorted(i for i in set(used) if used.count(i) > 1)}')
-    if used and max(used) >= counters.get(_PREFIX_COUNTER, 1):
-        bad(f'prefix id {max(used)} is not below the prefix counter '
-            f'{counters.get(_PREFIX_COUNTER, 1)}')
-    for coll_id in indexes:
-        if coll_id not in by_id:
-            bad(f'indexes {sorted(indexes[coll_id])} belong to collection id '
-                f'{coll_id}, which does not exist')
-    ids = list(encoder_ids.values())
-    if len(set(ids)) != len(ids):
-        bad(f'encoder ids are used twice: {encoder_ids}')
-    if ids and max(ids) >= counters.get(_ENCODER_COUNTER, 1):
-        bad(f'encoder id {max(ids)} is not below the encoder counter')
-    for name, info in collections.items():
-        for field in ('encoder', 'packer'):
-            if info[field] not in encoder_ids:
-                bad(f'its {field} {info[field]!r} has no encoder id', name)
-    user_counters = {key[1]: value for key, value in counters.items()
-                     if key[0] == 'counter'}
-    return problems, collections, indexes, user_counters
-
-
-def _check_record(catalog: Catalog, key: Key, etxn: EngineTransaction, value: bytes,
-                  collections: dict[str, CollectionInfo], indexes: dict[int, dict[str, int]],
-                  encoder_ids: dict[str, int], counters: dict[Key, int]) -> None:
-    """Check one metadata record (`key` without the element 0), filing what it holds."""
-    kind = key[0] if key else None
-    if key == ('format',):
-        catalog.check_format(etxn)
-    elif kind == 'sys' and key[1:] in (('prefix',), ('encoder',), ('generation',)):
-        counters[(_META,) + key] = _int_of(value, f'the {key[1]} counter')
-    elif kind == 'collection' and len(key) == 2:
-        collections[key[1]] = _collection_info(value, key[1])
-    elif kind == 'index' and len(key) == 3:
-        what = f'index {key[2]!r} of collection id {key[1]}'
-        indexes.setdefault(key[1], {})[key[2]] = _field(_load(value, what), 'id', int, what)
-    elif kind == 'encoder' and len(key) == 2:
-        what = f'encoder {key[1]!r}'
-        encoder_ids[key[1]] = _field(_load(value, what), 'id', int, what)
-    elif kind == 'counter' and len(key) == 2:
-        counters[key] = _int_of(value, f'counter {key[1]!r}')
-    else:
-        raise StoreFormatError(f'unknown metadata record {key!r}')
+            etxn.put(_meta_key('counter', name), keylib.packs(at_least))

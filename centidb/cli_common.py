@@ -19,7 +19,7 @@ import os
 import sys
 from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
-from centidb import encodings, engines, keylib
+from centidb import catalog, encodings, engines
 from centidb.engines import ENGINES, Engine, EngineTransaction
 from centidb.errors import CentiError
 from centidb.store import Store
@@ -261,25 +261,21 @@ def read_metadata(etxn: EngineTransaction) -> tuple[
         dict[str, Any], list[CollectionMeta], dict[str, int]]:
     """``(format record, collections, counters)`` read from a store's catalog.
 
-    Reads the records ``docs/format.rst`` describes under the element ``0``;
-    a counter is listed once it has been stored.
+    Reads the records ``docs/format.rst`` describes under the element ``0``,
+    through the catalog's parser (:func:`centidb.catalog.scan`); a counter
+    is listed once it has been stored.
 
     :param etxn: an engine transaction on the store.
+    :raises ~centidb.errors.StoreFormatError: naming the first malformed
+        record read.
     """
-    def under(*parts: object) -> Iterator[tuple[Any, bytes]]:
-        lo, hi = keylib.prefix_range((0,) + parts)
-        for key_bytes, value in etxn.items(lo, hi):
-            yield keylib.unpacks(key_bytes), value
-
-    stored_format = etxn.get(keylib.packs((0, 'format')))
-    fmt = json.loads(stored_format) if stored_format is not None else {}
+    fmt = catalog.read_record(etxn, 'format') or {}
     collections = []
-    for key, value in under('collection'):
-        info = json.loads(value)
-        indexes = {index_key[3]: bool(json.loads(index_value).get('unique', False))
-                   for index_key, index_value in under('index', info['id'])}
-        collections.append(CollectionMeta(key[2], info, indexes))
-    counters = {key[2]: keylib.unpacks(value)[0] for key, value in under('counter')}
+    for key, info in catalog.scan(etxn, 'collection'):
+        indexes = {index_key[2]: index_info.get('unique', False)
+                   for index_key, index_info in catalog.scan(etxn, 'index', info['id'])}
+        collections.append(CollectionMeta(key[1], info, indexes))
+    counters = {key[1]: value for key, value in catalog.scan(etxn, 'counter')}
     return fmt, collections, counters
 
 

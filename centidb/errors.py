@@ -255,3 +255,14 @@ class DumpTypeError(CentiError, TypeError):
     :doc:`dumpformat`); records of a pickle-encoded collection may hold
     others.
     """
+
+
+# --- metadata ------------------------------------------------------------------
+
+class TooManyEncodersError(StoreError, ValueError):
+    """The store has numbered every encoder id (1 to 127) it can record.
+
+    Every encoder and packer a store has seen keeps its id for good. When
+    the ids ran out because the metadata was damaged (the encoder counter
+    set too high), ``verify()`` names the records.
+    """

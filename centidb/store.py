@@ -38,14 +38,13 @@ from typing import Any, Callable, Dict, Literal, Tuple, TypeVar
 from centidb import encodings
 from centidb.admin import CollectionAdmin, check_name
 from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog, CollectionInfo
-from centidb.catalog import check as check_catalog
 from centidb.collection import Collection
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction, get_engine_class
 from centidb.errors import CentiError, ConflictError, EncoderMismatchError, KeyKindMismatchError
 from centidb.hooks import StoreHooks
 from centidb.txn import Change, Transaction, TxnManager
-from centidb.verify import Problem, check_collection, find_orphans
+from centidb.verify import Problem, check_collection, check_metadata, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
@@ -143,8 +142,9 @@ class Store(CollectionAdmin, StoreHooks):
             built-in encoders and packers are: adding an encoder with one of
             them keeps the built-in).
         :raises TypeError: if `encoder` is not an ``Encoder``.
-        :raises ValueError: if the store already has the most encoders and
-            packers it can number (127).
+        :raises ~centidb.errors.TooManyEncodersError: (a ``ValueError``) if
+            the store already has the most encoders and packers it can
+            number (127).
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         return self._txns.retry_conflicts(self._catalog.add_encoder, encoder)
@@ -324,14 +324,19 @@ class Store(CollectionAdmin, StoreHooks):
         """Check the whole store and return the problems found (empty: sound).
 
         In one read transaction (or this thread's open write transaction):
-        the format record and every metadata record (readable, ids unique
-        and below their counters, every index's collection exists); every
-        record of every collection (its key and value decode; batches are
-        well formed); every index entry (it splits into an index tuple and a
-        record key, and the record exists); for the indexes added in this
-        session, every record's entries exist and no entry is stale; for
-        auto-increment collections, the counter is above every ``(n,)``
-        key; and no engine key lies under a prefix nothing owns. A
+        the format record and every metadata record (each well formed, as
+        ``docs/format.rst`` lists; no two collections or indexes share a
+        prefix id, no two encoders an id; ids below their counters; every
+        index's collection exists); every record of every collection (its
+        key and value decode; batches are well formed, and only in a
+        collection whose metadata says it is batched; for a collection
+        opened with a ``key_func`` in this session, each record is stored
+        under ``key_func(value)``); every index entry (it splits into an
+        index tuple and a record key, holds no value, and the record
+        exists); for the indexes added in this session, every record's
+        entries exist and no entry is stale; for auto-increment
+        collections, the counter is above every ``(n,)`` key; and no engine
+        key lies under a prefix nothing owns. A
         collection whose encoder is not registered in this session (or is
         pickle, not allowed) is reported as not checked. Records are held in
         memory one collection at a time.
@@ -347,8 +352,7 @@ class Store(CollectionAdmin, StoreHooks):
 
     def _verify_in(self, txn: Transaction, etxn: EngineTransaction,
                    progress: Callable[[str], object] | None) -> list[Problem]:
-        meta_problems, collections, indexes, counters = check_catalog(self._catalog, etxn)
-        problems = [Problem(*problem) for problem in meta_problems]
+        problems, collections, indexes, counters = check_metadata(etxn)
         owned = {0}
         for name, info in sorted(collections.items()):
             if progress is not None:

@@ -1,24 +1,26 @@
 """Checking a whole store: what ``Store.verify()`` looks at and reports.
 
-:func:`check_collection` reads every stored record of one collection (plain
-or in batches) and every entry of its indexes, in one read transaction, and
-reports what does not hold; :func:`find_orphans` reports engine keys under
-prefixes no collection or index owns. The metadata itself is checked by
-:func:`centidb.catalog.check`.
+:func:`check_metadata` reads every metadata record through the catalog's
+parser (:func:`centidb.catalog.parse_value`) and checks them against each
+other; :func:`check_collection` reads every stored record of one collection
+(plain or in batches) and every entry of its indexes, in one read
+transaction, and reports what does not hold; :func:`find_orphans` reports
+engine keys under prefixes no collection or index owns.
 """
 
 from __future__ import annotations
 
-from typing import AbstractSet, Mapping, NamedTuple, Optional
+from typing import AbstractSet, Any, Mapping, NamedTuple, Optional
 
-from centidb import batches, keylib
+from centidb import batches, catalog, keylib
+from centidb.catalog import CollectionInfo
 from centidb.collection import Collection
 from centidb.engines import EngineTransaction
-from centidb.errors import CentiError, CorruptKeyError
+from centidb.errors import CentiError, CorruptKeyError, StoreFormatError
 from centidb.keylib import Key
-from centidb.records import ENTRY_SEP, index_entries
+from centidb.records import ENTRY_SEP, as_key, index_entries
 
-__all__ = ['Problem', 'check_collection', 'find_orphans']
+__all__ = ['Problem', 'check_metadata', 'check_collection', 'key_problem', 'find_orphans']
 
 
 class Problem(NamedTuple):
@@ -35,8 +37,134 @@ class Problem(NamedTuple):
     def __str__(self) -> str:
         where = 'store' if self.collection is None else f'collection {self.collection!r}'
         if self.key is not None:
-            where += f', key {self.key!r}'
+            where += f', key {catalog.brief_repr(self.key, 400)}'
         return f'{where}: {self.message}'
+
+
+class _Metadata:
+    """What :func:`check_metadata` has read so far, filed by kind."""
+
+    def __init__(self) -> None:
+        self.problems: list[Problem] = []
+        self.format: dict[str, Any] | None = None
+        self.collections: dict[str, CollectionInfo] = {}
+        self.indexes: dict[int, dict[str, int]] = {}
+        self.encoders: dict[str, int] = {}
+        self.counters: dict[str, int] = {}
+        self.sys: dict[str, int] = {}
+        #: Prefix id -> the records that use it.
+        self.owners: dict[int, list[str]] = {}
+        #: The keys of records that are there but malformed (already reported).
+        self.malformed: set[Key] = set()
+
+    def bad(self, message: str, coll: str | None = None) -> None:
+        self.problems.append(Problem(coll, None, message))
+
+    def file(self, key: Key, value: Any) -> None:
+        """File the parsed record `key` (without the element 0)."""
+        kind = key[0]
+        if kind == 'format':
+            self.format = value
+        elif kind == 'sys':
+            self.sys[key[1]] = value
+        elif kind == 'counter':
+            self.counters[key[1]] = value
+        elif kind == 'encoder':
+            self.encoders[key[1]] = value['id']
+        else:
+            if kind == 'collection':
+                self.collections[key[1]] = value
+            else:
+                self.indexes.setdefault(key[1], {})[key[2]] = value['id']
+            self.owners.setdefault(value['id'], []).append(catalog.describe(key))
+
+
+def check_metadata(etxn: EngineTransaction) -> tuple[
+        list[Problem], dict[str, CollectionInfo], dict[int, dict[str, int]], dict[str, int]]:
+    """Read and check every metadata record (the keys under the element 0).
+
+    Each record must parse (:func:`centidb.catalog.parse_value`); the
+    format record must name this format and version; no two collections
+    or indexes may share a prefix id; the prefix and encoder counters must
+    be above every id in use; every index's collection must exist; no two
+    encoders may share an id; every collection's encoder and packer must
+    have an id.
+
+    :param etxn: a read :class:`~centidb.engines.EngineTransaction`.
+    :returns: ``(problems, collections, indexes, counters)``: a list of
+        :class:`Problem`, a ``dict`` from name to metadata of every readable
+        collection, a ``dict`` from collection id to its index ids (name to
+        id), and a ``dict`` from name to value of every readable counter.
+    """
+    found = _Metadata()
+    lo = keylib.packs(0)        # every key starting with it, decodable or not
+    for key_bytes, value in etxn.items(lo, keylib.next_prefix(lo)):
+        try:
+            key = catalog.parse_key(key_bytes)
+        except StoreFormatError as exc:
+            found.bad(str(exc), _collection_named(key_bytes))
+            continue
+        try:
+            found.file(key, catalog.parse_value(key, value))
+        except StoreFormatError as exc:
+            found.malformed.add(key)
+            found.bad(str(exc), key[1] if key[0] == 'collection' else None)
+    _cross_check(found)
+    return found.problems, found.collections, found.indexes, found.counters
+
+
+def _collection_named(key_bytes: bytes) -> str | None:
+    """The collection name in a ``(0, 'collection', name)`` key, else None."""
+    try:
+        key = keylib.unpacks(key_bytes)
+    except CorruptKeyError:
+        return None
+    if len(key) == 3 and key[1] == 'collection' and type(key[2]) is str and key[2]:
+        return key[2]
+    return None
+
+
+def _cross_check(found: _Metadata) -> None:
+    """Check the metadata records `found` holds against each other."""
+    bad = found.bad
+    if found.format is not None:
+        try:
+            catalog.check_format_info(found.format)
+        except StoreFormatError as exc:
+            bad(str(exc))
+    elif ('format',) not in found.malformed and (found.collections or found.encoders):
+        bad('the store format record (metadata key (0, \'format\')) is missing')
+    for prefix_id, owners in sorted(found.owners.items()):
+        if len(owners) > 1:
+            bad(f'prefix id {prefix_id} is used by {" and ".join(owners)}: their records '
+                f'and entries mix')
+    prefix_counter = found.sys.get('prefix', 1)
+    if (found.owners and max(found.owners) >= prefix_counter
+            and ('sys', 'prefix') not in found.malformed):
+        bad(f'prefix id {max(found.owners)} is not below the prefix counter '
+            f'{prefix_counter}')
+    coll_ids = {info['id'] for info in found.collections.values()}
+    for coll_id in sorted(set(found.indexes) - coll_ids):
+        bad(f'indexes {sorted(found.indexes[coll_id])} belong to collection id '
+            f'{coll_id}, which does not exist')
+    by_id: dict[int, list[str]] = {}
+    for name, encoder_id in sorted(found.encoders.items()):
+        by_id.setdefault(encoder_id, []).append(name)
+    for encoder_id, names in sorted(by_id.items()):
+        if len(names) > 1:
+            bad(f'encoder id {encoder_id} is used by {" and ".join(map(repr, names))}')
+    if (by_id and max(by_id) >= found.sys.get('encoder', 1)
+            and ('sys', 'encoder') not in found.malformed):
+        bad(f'encoder id {max(by_id)} is not below the encoder counter '
+            f'{found.sys.get("encoder", 1)}')
+    for name, info in sorted(found.collections.items()):
+        for field in ('encoder', 'packer'):
+            if info[field] not in found.encoders:
+                bad(f'its {field} {info[field]!r} has no encoder id', name)
+
+
+def _brief(value: object) -> str:
+    return catalog.brief_repr(value, 200)
 
 
 def _key_of(key_bytes: bytes, prefix: bytes) -> Key | bytes:
@@ -56,6 +184,7 @@ def _records(etxn: EngineTransaction, coll: Collection,
     view = records.view
     prefix = coll.prefix
     found: dict[bytes, bytes | None] = {}
+    unflagged = False       # reported once
 
     def bad(key_bytes: bytes, message: str) -> None:
         problems.append(Problem(coll.name, _key_of(key_bytes, prefix), message))
@@ -65,6 +194,11 @@ def _records(etxn: EngineTransaction, coll: Collection,
             bad(key_bytes, 'the stored value is empty')
             found[bytes(key_bytes)] = None
         elif stored[0] & batches.BATCH_FLAG:
+            if not records.batched and not unflagged:
+                unflagged = True
+                bad(key_bytes, 'a batch, but the collection\'s metadata says it holds none '
+                               '(no \'batched\'): a write into the batch stores its '
+                               'record twice')
             try:
                 members = view.encoded_members(stored)
             except CentiError as exc:
@@ -116,6 +250,11 @@ def check_collection(etxn: EngineTransaction, coll: Collection, index_ids: Mappi
             values[key_bytes] = records.decoded(key_bytes, value)
         except CentiError as exc:
             problems.append(Problem(coll.name, _key_of(key_bytes, prefix), str(exc)))
+    if coll.key_func is not None:
+        for key_bytes, data in values.items():
+            message = key_problem(coll, keylib.unpacks(key_bytes, prefix), data)
+            if message is not None:
+                problems.append(Problem(coll.name, _key_of(key_bytes, prefix), message))
     for name, index_id in sorted(index_ids.items()):
         problems += _check_index(etxn, coll, name, index_id, stored, values)
     if records.keys.kind == 'auto':
@@ -124,9 +263,39 @@ def check_collection(etxn: EngineTransaction, coll: Collection, index_ids: Mappi
         next_value = 1 if counter is None else counter
         if numbers and max(numbers) >= next_value:
             problems.append(Problem(coll.name, (max(numbers),),
-                                    f'the counter {coll.counter_name!r} ({next_value}) '
+                                    f'the counter {coll.counter_name!r} '
+                                    f'({catalog.brief_repr(next_value, 80)}) '
                                     f'would hand out this key again'))
     return problems
+
+
+def key_problem(coll: Collection, key: Key, value: object) -> str | None:
+    """What is wrong with storing `value` under `key` in `coll`, or None.
+
+    A collection with a key function finds a record by ``key_func(value)``,
+    and ``put()`` saves it there: a record stored under another key can
+    neither be found by its key nor saved again without a second copy.
+    Loading a dump and ``verify()`` check this.
+
+    :param coll: a :class:`~centidb.collection.Collection`; if it has no
+        ``key_func`` in this session, there is nothing to check (None).
+    :param key: the key tuple the record is stored (or to be stored) under.
+    :param value: the record's value.
+    :returns: a message naming both keys, or None if they agree.
+    """
+    key_func = coll.key_func
+    if key_func is None:
+        return None
+    try:
+        made = as_key(key_func(value))
+        same = keylib.packs(made) == keylib.packs(key)
+    except Exception as exc:
+        return f'its key function raised {type(exc).__name__}: {exc}'
+    if same:
+        return None
+    return (f'the record is stored under {_brief(key)}, but its key function gives '
+            f'{_brief(made)}: it cannot be found by that key, and saving it writes a '
+            f'second copy')
 
 
 def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id: int,
@@ -136,7 +305,7 @@ def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id:
     index_prefix = keylib.packs(index_id)
     entries = set()
     lo, hi = keylib.prefix_range((), index_prefix)
-    for entry in etxn.keys(lo, hi):
+    for entry, value in etxn.items(lo, hi):
         try:
             parts = keylib.unpacks_list(entry, index_prefix)
         except CorruptKeyError as exc:
@@ -147,10 +316,15 @@ def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id:
             problems.append(Problem(coll.name, None, f'index {name!r}: entry '
                                                      f'{bytes(entry)!r} is corrupt: {why}'))
             continue
+        if value:
+            problems.append(Problem(coll.name, parts[1], f'index {name!r}: the entry for '
+                                                         f'{_brief(parts[0])} holds a value '
+                                                         f'({len(value)} bytes), not nothing'))
         entries.add(bytes(entry))
         if keylib.packs(parts[1], coll.prefix) not in stored:
-            problems.append(Problem(coll.name, parts[1], f'index {name!r}: the entry for '
-                                                         f'{parts[0]!r} points at a missing record'))
+            problems.append(Problem(coll.name, parts[1],
+                                    f'index {name!r}: the entry for {_brief(parts[0])} '
+                                    f'points at a missing record'))
     index = coll.indices.get(name)
     if index is None or index.index_id != index_id:
         return problems
@@ -170,12 +344,13 @@ def _check_index(etxn: EngineTransaction, coll: Collection, name: str, index_id:
             if entry not in entries:
                 problems.append(Problem(coll.name, _key_of(key_bytes, coll.prefix),
                                         f'index {name!r}: the record has no entry for '
-                                        f'{keylib.unpacks_list(entry, index_prefix)[0]!r}'))
+                                        f'{_brief(keylib.unpacks_list(entry, index_prefix)[0])}'))
     for entry in sorted(entries - expected):
         tup, key = keylib.unpacks_list(entry, index_prefix)
         if keylib.packs(key, coll.prefix) in values:    # undecodable ones are reported
-            problems.append(Problem(coll.name, key, f'index {name!r}: a stale entry for '
-                                                    f'{tup!r} (the record does not make it)'))
+            problems.append(Problem(coll.name, key,
+                                    f'index {name!r}: a stale entry for {_brief(tup)} '
+                                    f'(the record does not make it)'))
     return problems
 
 
@@ -202,6 +377,6 @@ def find_orphans(etxn: EngineTransaction, owned: AbstractSet[int]) -> list[Probl
             continue
         if first not in owned:
             problems.append(Problem(None, bytes(key_bytes), f'data under prefix id '
-                                                           f'{first!r}, which no collection '
+                                                           f'{_brief(first)}, which no collection '
                                                            f'or index owns'))
         position = keylib.next_prefix(keylib.packs(first))

@@ -7,18 +7,22 @@ checks a collection's encoder and packer, and names an unregistered one.
 
 import json
 import operator
+import re
 
 import pytest
 
 import centidb
-from centidb import encodings, keylib
+from centidb import catalog, encodings, keylib
+from centidb.cli_common import read_metadata
 from centidb.encodings import Encoder, make_json_encoder, make_msgpack_encoder
 from centidb.engines import ListEngine
 from centidb.errors import (
     EncoderMismatchError, IndexNotAddedError, StoreFormatError, UnknownEncoderError,
 )
 
-from stores import PEOPLE, by_id, contents, fails_cleanly, open_store, reversing_packer
+from stores import (
+    PEOPLE, by_id, contents, fails_cleanly, list_store, open_store, reversing_packer,
+)
 
 
 # --- the format record -------------------------------------------------------
@@ -35,7 +39,7 @@ def test_engine_with_foreign_data():
     ({'format': 'centidb', 'version': 2}, 'version 2'),
     ({'format': 'centidb', 'version': 0}, 'version 0'),
     ({'format': 'otherdb', 'version': 1}, 'otherdb'),
-    ({'version': 1}, 'unreadable'),
+    ({'version': 1}, "no 'format' field"),
     (b'\xff not json', 'unreadable'),
 ])
 def test_format_record_mismatch(record, match):
@@ -290,7 +294,7 @@ def test_unreadable_metadata_raises_store_format_error(meta, match, action):
 def test_counter_holding_a_string_raises_store_format_error():
     store = centidb.open('ListEngine')
     store.engine.put(keylib.packs((0, 'counter', 'n')), keylib.packs('ten'))
-    with pytest.raises(StoreFormatError, match="counter 'n' holds"):
+    with pytest.raises(StoreFormatError, match="counter 'n'.* holds"):
         store.counter('n')
 
 
@@ -341,3 +345,213 @@ def test_another_store_object_sees_new_metadata_before_writing():
     docs.put({'id': 3, 'tag': 'c'})            # reloads: the index is gone here too
     assert 'tag' not in docs.indices
     assert first.verify() == []
+
+
+# --- malformed metadata records ------------------------------------------------
+
+def _docs_store():
+    """A store with collection 'docs' (one record, one index) and its engine."""
+    engine = ListEngine()
+    store = centidb.Store(engine)
+    docs = store.collection('docs', key_func=by_id)
+    docs.add_index('tag', lambda rec: rec['tag'])
+    docs.put({'id': 1, 'tag': 'a'})
+    return store, engine
+
+
+def _json(text):
+    return text.encode()
+
+
+_COLL = ('{"counter": "docs:key", "encoder": "msgpack", "key": "key_func", "packer": "plain", '
+         '"id": %s}')
+_DEEP = b'{"id": 1, "x": ' + b'[' * 20000 + b']' * 20000 + b'}'   # under the size limit
+
+#: (metadata key, stored bytes, words the error must hold)
+MALFORMED = [
+    ((0, 'collection', 'docs'), _DEEP, "collection 'docs'.*RecursionError"),
+    ((0, 'collection', 'docs'), b'{"id": 1, "pad": "' + b'x' * 70000 + b'"}',
+     "collection 'docs'.*bytes"),
+    ((0, 'collection', 'docs'), b'\xff\xfe', "collection 'docs'.*unreadable"),
+    ((0, 'collection', 'docs'), b'[1, 2]', "collection 'docs'.*not a JSON object"),
+    ((0, 'collection', 'docs'), _json(_COLL % '0'), "collection 'docs'.*'id' is 0"),
+    ((0, 'collection', 'docs'), _json(_COLL % '-3'), "collection 'docs'.*'id' is -3"),
+    ((0, 'collection', 'docs'), _json(_COLL % 'true'), "collection 'docs'.*not an int"),
+    ((0, 'collection', 'docs'), _json(_COLL % '1.0'), "collection 'docs'.*not an int"),
+    ((0, 'collection', 'docs'), _json(_COLL % str(2 ** 70)), "collection 'docs'.*outside"),
+    ((0, 'collection', 'docs'), _json(_COLL % ('1' * 5000)), "collection 'docs'.*unreadable"),
+    ((0, 'collection', 'docs'), _json(_COLL.replace('"packer": "plain", ', '') % '1'),
+     "collection 'docs'.*no 'packer'"),
+    ((0, 'collection', 'docs'), _json(_COLL.replace('}', ', "batched": "yes"}') % '1'),
+     "collection 'docs'.*'batched'"),
+    ((0, 'collection', 5), _json(_COLL % '9'), r"\(0, 'collection', 5\)"),
+    ((0, 'collection', ''), _json(_COLL % '9'), r"\(0, 'collection', ''\)"),
+    ((0, 'collection', 'docs', 'x'), _json(_COLL % '9'), r"\(0, 'collection', 'docs', 'x'\)"),
+    ((0, 'index', 1), b'{"id": 9}', r"\(0, 'index', 1\)"),
+    ((0, 'index', 1, 'tag'), b'{"id": 2, "unique": 1}', "index 'tag'.*'unique'"),
+    ((0, 'index', 1, 'tag'), b'{"id": 0}', "index 'tag'.*'id' is 0"),
+    ((0, 'encoder', 'plain'), b'{"id": 300}', "encoder 'plain'.*300"),
+    ((0, 'encoder', 'plain'), b'{"id": 128}', "encoder 'plain'.*128"),
+    ((0, 'encoder', 'plain'), b'{"id": 0}', "encoder 'plain'.*'id' is 0"),
+    ((0, 'encoder', 'plain'), b'{"id": true}', "encoder 'plain'.*not an int"),
+    ((0, 'format',), b'{"format": "centidb", "version": true}', "format record.*not an int"),
+    ((0, 'sys', 'generation'), keylib.packs(2 ** 2000), 'metadata generation.*outside'),
+    ((0, 'sys', 'generation'), keylib.packs(-1), 'metadata generation.*outside'),
+    ((0, 'sys', 'generation'), keylib.packs(2 ** 20000), 'metadata generation.*20001 bits'),
+    ((0, 'sys', 'prefix'), keylib.packs(0), 'prefix counter.*outside'),
+    ((0, 'sys', 'prefix'), keylib.packs(True), 'prefix counter.*not an int'),
+    ((0, 'sys', 'encoder'), keylib.packs(500), 'encoder id counter.*outside'),
+    ((0, 'counter', 'docs:key'), keylib.packs('ten'), "counter 'docs:key'.*not an int"),
+]
+
+
+def _actions(engine):
+    """Open the store, list, open and write its collections, read its catalog as the CLI does."""
+    store = centidb.Store(engine)
+    store.collections()
+    docs = store.collection('docs', key_func=by_id)
+    docs.add_index('tag', lambda rec: rec['tag'])
+    list(docs.items())
+    docs.put({'id': 2, 'tag': 'b'})
+    store.collection('new').put('x')
+    store.add_encoder(Encoder('extra', lambda b: b, lambda b: b))
+    with engine.begin() as etxn:
+        read_metadata(etxn)
+
+
+@pytest.mark.parametrize('key, value, match', MALFORMED)
+def test_malformed_metadata_raises_store_format_error_naming_the_record(key, value, match):
+    """Regression: these raised RecursionError, IndexError, TypeError, ValueError
+    ('bytes must be in range(0, 256)'), UnicodeDecodeError and KeyError from the
+    library and cli_common.read_metadata, or were accepted (ids 0 and below, a
+    format version of true, a generation of 2**2000)."""
+    store, engine = _docs_store()
+    engine.put(keylib.packs(key), value)
+    with pytest.raises(StoreFormatError, match=match):
+        _actions(engine)
+    found = [str(problem) for problem in store.verify()]
+    assert any(re.search(match, problem) for problem in found), found
+
+
+def test_metadata_parser_names_undecodable_keys():
+    store, engine = _docs_store()
+    engine.put(keylib.packs((0, 'collection')) + b'\x00\xfe', b'{}')
+    with pytest.raises(StoreFormatError, match='cannot be decoded'):
+        store.collections()
+    assert any('cannot be decoded' in str(problem) for problem in store.verify())
+    with pytest.raises(StoreFormatError, match='cannot be decoded'):
+        catalog.parse_key(b'\x00\xff')
+
+
+def test_read_metadata_returns_the_parsed_catalog():
+    store, engine = _docs_store()
+    store.counter('hits', 5)
+    with engine.begin() as etxn:
+        fmt, metas, counters = read_metadata(etxn)
+    assert fmt == {'format': 'centidb', 'version': 1}
+    assert [(meta.name, meta.info['id'], meta.indexes) for meta in metas] == [
+        ('docs', 1, {'tag': False})]
+    assert counters == {'docs:key': 1, 'hits': 6} or counters == {'hits': 6}
+
+
+def test_two_encoders_with_one_id_refuse_to_open():
+    store, engine = _docs_store()
+    with engine.begin() as etxn:
+        plain = catalog.read_record(etxn, 'encoder', 'plain')['id']
+    engine.put(keylib.packs((0, 'encoder', 'zlib')), json.dumps({'id': plain}).encode())
+    with pytest.raises(StoreFormatError, match=f"encoder 'zlib'.*id {plain}"):
+        centidb.Store(engine)
+    assert any(f'encoder id {plain} is used by' in str(p) for p in store.verify())
+
+
+# --- prefix ids on creation ----------------------------------------------------
+
+def _prefix_ids(store):
+    with store.engine.begin() as etxn:
+        return sorted([info['id'] for _, info in catalog.scan(etxn, 'collection')]
+                      + [info['id'] for _, info in catalog.scan(etxn, 'index')])
+
+
+@pytest.mark.parametrize('counter', [1, 2, 3])
+def test_a_prefix_counter_behind_never_aliases(counter):
+    """Regression: with the prefix counter set back, collection() and
+    add_index() handed out ids in use, and the collections overwrote each
+    other."""
+    store = list_store()
+    empty = store.collection('empty')                 # id 1, no records
+    full = store.collection('full')                   # id 2
+    full.add_index('n', lambda rec: rec)              # id 3
+    full.put(7)
+    store.engine.put(keylib.packs((0, 'sys', 'prefix')), keylib.packs(counter))
+    again = centidb.Store(store.engine)
+    for where in (store, again):
+        new = where.collection(f'new_{id(where)}')
+        idx = new.add_index('n', lambda rec: rec)
+        assert new.coll_id not in (1, 2, 3) and idx.index_id not in (1, 2, 3)
+        new.put(1)
+    assert len(set(_prefix_ids(store))) == len(_prefix_ids(store)) == 7
+    assert list(empty.items()) == [] and list(full.values()) == [7]
+    assert store.verify() == []
+
+
+def test_a_new_prefix_id_skips_data_no_collection_owns():
+    store = list_store()
+    store.collection('a').put(1)
+    store.engine.put(keylib.packs((2, 'stray')), b'\x01junk')
+    store.engine.put(keylib.packs((3, 'stray')), b'\x01junk')
+    coll = store.collection('b')
+    assert coll.coll_id == 4 and list(coll.items()) == []
+    assert sorted(p.key for p in store.verify()) == [keylib.packs((2, 'stray')),
+                                                     keylib.packs((3, 'stray'))]
+
+
+@pytest.mark.parametrize('value', [keylib.packs(0), keylib.packs(-5), keylib.packs(True),
+                                   keylib.packs('1')])
+def test_a_malformed_prefix_counter_refuses_to_create(value):
+    store = list_store()
+    store.collection('a').put(1)
+    store.engine.put(keylib.packs((0, 'sys', 'prefix')), value)
+    fails_cleanly(store, StoreFormatError, lambda: store.collection('b'),
+                  match='prefix counter')
+    fails_cleanly(store, StoreFormatError, lambda: store.collection('a').add_index(
+        'n', lambda rec: rec), match='prefix counter')
+
+
+@pytest.mark.parametrize('coll_id', [0, -1, 'true'])
+def test_a_collection_stored_with_prefix_id_0_or_below_is_refused(coll_id):
+    """Regression: id 0 (the metadata space) and negative ids were accepted."""
+    store = list_store()
+    store.collection('a').put(1)
+    info = {'id': coll_id, 'encoder': 'msgpack', 'packer': 'plain', 'counter': 'm:key'}
+    raw = json.dumps(info).replace('"true"', 'true').encode()
+    store.engine.put(keylib.packs((0, 'collection', 'm')), raw)
+    fails_cleanly(store, StoreFormatError, lambda: centidb.Store(store.engine).collection('m'),
+                  match="collection 'm'")
+
+
+@pytest.mark.parametrize('key, value, match', [
+    ((0, 'collection', 'docs'), b'\xff\xfe', "collection 'docs'.*unreadable"),
+    ((0, 'collection', 'docs'), b'{"id": 1, "encoder": "msgpack", "counter": "c"}',
+     "collection 'docs'.*no 'packer'"),
+    ((0, 'index', 1, 'tag'), b'\xff', "index 'tag'"),
+    ((0, 'format'), b'[', 'format record'),
+])
+def test_read_metadata_raises_store_format_error(key, value, match):
+    """Regression: the CLI's reader called json.loads itself and failed with
+    UnicodeDecodeError, JSONDecodeError or KeyError: 'packer'."""
+    _, engine = _docs_store()
+    engine.put(keylib.packs(key), value)
+    with engine.begin() as etxn, pytest.raises(StoreFormatError, match=match):
+        read_metadata(etxn)
+
+
+def test_encoder_ids_run_out_with_a_centidb_error():
+    """Regression: a ValueError that was no centidb error, also from Store()
+    when a built-in encoder's record was missing and the counter at 128."""
+    store, engine = _docs_store()
+    engine.put(keylib.packs((0, 'sys', 'encoder')), keylib.packs(128))
+    with pytest.raises(centidb.errors.TooManyEncodersError, match="'extra'.*127"):
+        store.add_encoder(Encoder('extra', lambda b: b, lambda b: b))
+    engine.delete(keylib.packs((0, 'encoder', 'zlib')))
+    with pytest.raises(centidb.errors.TooManyEncodersError, match="'zlib'"):
+        centidb.Store(engine)

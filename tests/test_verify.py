@@ -1,11 +1,13 @@
 """centidb.verify: Store.verify() finds what is wrong, and Collection.reindex() repairs indexes."""
 
+import json
+
 import pytest
 
 import centidb
-from centidb import batches, keylib
+from centidb import batches, catalog, keylib
 from centidb.errors import CorruptRecordError, UnknownIndexError
-from centidb.verify import Problem
+from centidb.verify import Problem, key_problem
 from stores import ENGINE_NAMES, open_store
 
 
@@ -151,3 +153,104 @@ def test_verify_reports_progress_per_collection_in_name_order(store):
     seen = []
     assert store.verify(progress=seen.append) == []
     assert seen == ['a', 'b', 'c']
+
+
+# --- damage verify() used to miss ---------------------------------------------------
+
+def _meta(store, *key):
+    with store.engine.begin() as etxn:
+        return catalog.read_record(etxn, *key)
+
+
+def test_two_collections_with_one_prefix_id(store):
+    """Regression: the check built {id: name}, so the duplicate collapsed."""
+    people, log = fill(store, n=3)
+    info = dict(_meta(store, 'collection', 'log'), id=people.coll_id)
+    store.engine.put(keylib.packs((0, 'collection', 'log')), json.dumps(info).encode())
+    found = messages(store.verify())
+    assert any(f"prefix id {people.coll_id} is used by collection 'log' and collection "
+               f"'people'" in message for message in found), found
+
+
+def test_an_index_and_a_collection_with_one_prefix_id(store):
+    people, log = fill(store, n=3)
+    level = _meta(store, 'index', log.coll_id, 'level')['id']
+    info = dict(_meta(store, 'collection', 'people'), id=level)
+    store.engine.put(keylib.packs((0, 'collection', 'people')), json.dumps(info).encode())
+    assert any(f'prefix id {level} is used by' in message
+               for message in messages(store.verify()))
+
+
+def test_an_index_entry_holding_a_value(store):
+    people, _ = fill(store, n=3)
+    entry = next(iter(store.engine.keys(*keylib.prefix_range(
+        (), people.indices['city'].prefix))))
+    store.engine.put(entry, b'surprise')
+    problems = store.verify()
+    assert [(p.collection, p.message) for p in problems] == [
+        ('people', "index 'city': the entry for ('c0',) holds a value (8 bytes), "
+                   "not nothing")]
+
+
+@pytest.mark.parametrize('key, value, words', [
+    ((0, 'format'), b'{"format": "centidb", "version": true}', "'version' is True"),
+    ((0, 'sys', 'generation'), keylib.packs(2 ** 2000), 'metadata generation'),
+    ((0, 'sys', 'prefix'), keylib.packs(-4), 'prefix counter'),
+])
+def test_malformed_format_and_sys_records(store, key, value, words):
+    """Regression: a format version of true and a generation of 2**2000 were accepted."""
+    fill(store, n=2)
+    store.engine.put(keylib.packs(key), value)
+    found = messages(store.verify())
+    assert len(found) == 1 and words in found[0], found
+
+
+def test_a_record_stored_under_a_key_its_key_func_does_not_give(store):
+    """Regression: a hand-edited dump loaded such a record cleanly; it could
+    neither be found by its key nor saved again."""
+    people, _ = fill(store, n=3)
+    people.put({'id': 2, 'city': 'c2', 'tags': []}, key=99)
+    people.delete(2)
+    problems = store.verify()
+    assert [(p.collection, p.key) for p in problems] == [('people', (99,))]
+    assert 'its key function gives (2,)' in problems[0].message
+    people.batch(max_recs=10)
+    assert [(p.collection, p.key) for p in store.verify()] == [('people', (99,))]
+
+
+def test_key_problem():
+    store = centidb.open('ListEngine')
+    keyed = store.collection('keyed', key_func=lambda rec: rec['id'])
+    assert key_problem(keyed, (1,), {'id': 1}) is None
+    assert 'gives (2,)' in key_problem(keyed, (1,), {'id': 2})
+    assert 'raised KeyError' in key_problem(keyed, (1,), {})
+    assert key_problem(store.collection('auto'), (5,), 'x') is None
+
+
+def test_batches_in_a_collection_whose_metadata_says_none(store):
+    people, _ = fill(store, n=6)
+    people.batch(max_recs=3)
+    assert store.verify() == []
+    info = _meta(store, 'collection', 'people')
+    del info['batched']
+    store.engine.put(keylib.packs((0, 'collection', 'people')), json.dumps(info).encode())
+    problems = [p for p in centidb.Store(store.engine).verify() if 'batched' in p.message]
+    assert len(problems) == 1 and problems[0].collection == 'people'
+
+
+def test_undecodable_keys_in_the_metadata_space(store):
+    """Keys starting with the element 0's byte, then bytes no key holds: reported."""
+    fill(store, n=2)
+    junk = keylib.packs(0) + b'\xff\x00'
+    store.engine.put(junk, b'x')
+    found = [p for p in store.verify() if 'cannot be decoded' in p.message]
+    assert len(found) == 1 and repr(junk) in found[0].message
+
+
+def test_a_counter_too_long_to_print(store):
+    """Regression: reporting a counter of -2**20000 raised ValueError (repr's digit limit)."""
+    _, log = fill(store, n=2)
+    store.engine.put(keylib.packs((0, 'counter', 'log:key')), keylib.packs(-2 ** 20000))
+    assert messages(store.verify()) == [
+        "collection 'log', key (2,): the counter 'log:key' (<an int of 20001 bits>) "
+        "would hand out this key again"]
