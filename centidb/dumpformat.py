@@ -5,7 +5,10 @@ The full specification, with an example of every line type and every tag, is
 
 * each line is one JSON object with a ``"type"``: a ``"header"`` line first,
   then ``"collection"`` and ``"counter"`` lines (metadata), then
-  ``"record"`` lines, each naming its collection and key;
+  ``"record"`` lines, each naming its collection and key, and last a
+  ``"trailer"`` line with the number of lines before it, each collection's
+  record count and the SHA-256 of those lines, so a dump cut short or
+  changed is refused;
 * values are JSON where JSON says exactly the same (``null``, booleans, ints
   within +-(2**53 - 1), finite floats other than -0.0, strings, arrays,
   objects with string keys); every other value is a *tag*, an object with
@@ -15,7 +18,9 @@ The full specification, with an example of every line type and every tag, is
 
 :func:`to_json` and :func:`from_json` convert values; :func:`record_line`,
 the ``text()`` method of each line class and :func:`parse_line` convert
-lines; :func:`parse_lines` reads a whole dump and checks its order. Reading
+lines; :class:`DumpWriter` writes a whole dump, trailer included;
+:func:`read_dump` and :func:`parse_lines` read one and check its order and
+trailer. Reading
 never runs code from the dump. This module only converts: reading a store
 and loading one are the command line's work.
 """
@@ -26,13 +31,14 @@ import base64
 import binascii
 import datetime
 import decimal
+import hashlib
 import json
 import math
 import re
 import struct
 import uuid
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping, NoReturn, Tuple, Union
+from typing import IO, Any, Callable, Iterable, Iterator, Mapping, NoReturn, Tuple, Union
 
 import msgpack
 
@@ -41,8 +47,9 @@ from centidb.errors import CentiError, DumpFormatError, DumpTypeError
 from centidb.keyformat import Desc, Key
 
 __all__ = ['DUMP_FORMAT', 'DUMP_VERSION', 'SAFE_INT_MAX', 'to_json', 'from_json',
-           'HeaderLine', 'IndexSpec', 'CollectionLine', 'CounterLine', 'RecordLine', 'Line',
-           'header_line', 'record_line', 'parse_line', 'parse_lines']
+           'HeaderLine', 'IndexSpec', 'CollectionLine', 'CounterLine', 'RecordLine',
+           'TrailerLine', 'Line', 'header_line', 'record_line', 'line_digest', 'DumpWriter',
+           'parse_line', 'read_dump', 'parse_lines']
 
 #: The ``"format"`` of a dump's header line.
 DUMP_FORMAT = 'centidb-dump'
@@ -474,8 +481,31 @@ class RecordLine:
         return record_line(self.collection, self.key, self.value)
 
 
-#: What :func:`parse_line` returns: one of the four line classes.
-Line = Union[HeaderLine, CollectionLine, CounterLine, RecordLine]
+@dataclass(frozen=True)
+class TrailerLine:
+    """The last line of a dump: what came before it, to check the dump is whole.
+
+    :param lines: the number of lines before the trailer, the header's
+        included.
+    :param records: ``(collection name, record count)`` for each collection
+        line, in the order of those lines.
+    :param sha256: the SHA-256, as 64 lowercase hex digits, of the lines
+        before the trailer, each as :func:`line_digest` takes it.
+    """
+
+    lines: int
+    records: Tuple[Tuple[str, int], ...]
+    sha256: str
+
+    def text(self) -> str:
+        """This line as JSON text, without a newline."""
+        return _line({'type': 'trailer', 'lines': self.lines,
+                      'records': [[_str_json(name), count] for name, count in self.records],
+                      'sha256': self.sha256})
+
+
+#: What :func:`parse_line` returns: one of the five line classes.
+Line = Union[HeaderLine, CollectionLine, CounterLine, RecordLine, TrailerLine]
 
 
 # Characters str.splitlines() ends a line at that JSON leaves unescaped: they
@@ -512,7 +542,9 @@ _MEMBERS = {
     'collection': ('type', 'name', 'key', 'encoder', 'packer', 'counter', 'batched', 'indexes'),
     'counter': ('type', 'name', 'value'),
     'record': ('type', 'collection', 'key', 'value'),
+    'trailer': ('type', 'lines', 'records', 'sha256'),
 }
+_SHA256_HEX = re.compile('[0-9a-f]{64}\\Z')
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -576,6 +608,8 @@ def _parse(obj: Any) -> Line:
         return header
     if kind == 'counter':
         return CounterLine(_typed(obj, 'name', str, kind), _typed(obj, 'value', int, kind))
+    if kind == 'trailer':
+        return _trailer(obj)
     indexes = obj['indexes']
     if type(indexes) is not list or not all(type(index) is dict and set(index) == {'name', 'unique'}
                                             for index in indexes):
@@ -590,13 +624,35 @@ def _parse(obj: Any) -> Line:
                         _typed(index, 'unique', bool, 'collection')) for index in indexes))
 
 
+def _trailer(obj: Mapping[str, Any]) -> TrailerLine:
+    lines = _typed(obj, 'lines', int, 'trailer')
+    records = obj['records']
+    if type(records) is not list or not all(
+            type(pair) is list and len(pair) == 2 and type(pair[1]) is int and pair[1] >= 0
+            for pair in records):
+        raise DumpFormatError(f'the "records" of a trailer line are {_shown(records)}, not '
+                              f'an array of [collection name, record count] pairs')
+    names = []
+    for pair in records:
+        name = from_json(pair[0])
+        if type(name) is not str:
+            raise DumpFormatError(f'the trailer counts the records of {_shown(pair[0])}, '
+                                  f'not of a collection name')
+        names.append(name)
+    sha256 = _typed(obj, 'sha256', str, 'trailer')
+    if lines < 1 or not _SHA256_HEX.match(sha256):
+        raise DumpFormatError(f'a trailer line has "lines" of at least 1 and a "sha256" of 64 '
+                              f'lowercase hex digits, not {lines} and {_shown(sha256)}')
+    return TrailerLine(lines, tuple(zip(names, (pair[1] for pair in records))), sha256)
+
+
 def parse_line(text: str, line_number: int | None = None) -> Line:
     """The line class instance that one line of a dump stands for.
 
     :param text: the line, with or without its newline.
     :param line_number: its number in the dump (from 1), named in errors.
     :returns: a :class:`HeaderLine`, :class:`CollectionLine`,
-        :class:`CounterLine` or :class:`RecordLine`.
+        :class:`CounterLine`, :class:`RecordLine` or :class:`TrailerLine`.
     :raises ~centidb.errors.DumpFormatError: if the line is not valid: not
         JSON, not an object of a known ``"type"`` with exactly its members,
         a member of the wrong type, a value :func:`from_json` refuses, a
@@ -619,37 +675,248 @@ def parse_line(text: str, line_number: int | None = None) -> Line:
         raise DumpFormatError(f'{where}: {problem}: {shown}') from None
 
 
-def parse_lines(lines: Iterable[str]) -> Iterator[Line]:
-    """Parse a whole dump, line by line, checking the order of its lines.
+def line_digest(line: str | bytes) -> bytes:
+    """The bytes of one dump line that the trailer's checksum covers.
 
-    Blank lines are skipped. The first line must be the header, and no
-    other line may be one; each collection and counter appears once, and a
-    record comes after the line of its collection.
+    That is the line's UTF-8 bytes without its line break (``\\n`` or
+    ``\\r\\n``), followed by one ``\\n``: for a dump as
+    :class:`DumpWriter` writes it, the file's bytes before the trailer.
 
-    :param lines: the dump's lines, such as an open text file.
-    :returns: an iterator over the lines, as :func:`parse_line` gives them.
-    :raises ~centidb.errors.DumpFormatError: as :func:`parse_line` does, or
-        if the lines are out of order; the message names the line number.
+    :param line: the line, as text or as bytes, with or without its line
+        break.
     """
-    collections: set[str] = set()
-    counters: set[str] = set()
-    seen_header = False
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        line = parse_line(text, number)
+    data = line if isinstance(line, bytes) else line.encode('utf-8', 'surrogatepass')
+    if data.endswith(b'\n'):
+        data = data[:-2] if data.endswith(b'\r\n') else data[:-1]
+    return data + b'\n'
+
+
+class DumpWriter:
+    """Writes a dump to a text stream, line by line, and its trailer at the end.
+
+    It counts the lines and each collection's records and keeps the
+    running SHA-256 of the lines, which :meth:`write_trailer` writes.
+    Lines go out in the order the methods are called; the caller writes the
+    header, then collections and counters, then records.
+
+    :param out: the stream, opened for text (newlines are written as
+        ``\\n``, so open a file with ``newline='\\n'``).
+    """
+
+    def __init__(self, out: IO[str]) -> None:
+        self.out = out
+        #: The lines written so far.
+        self.lines = 0
+        #: ``{collection name: records written}``, in the order of the collection lines.
+        self.records: dict[str, int] = {}
+        self._digest = hashlib.sha256()
+
+    def _write(self, text: str) -> None:
+        line = text + '\n'
+        self._digest.update(line.encode('utf-8'))
+        self.out.write(line)
+        self.lines += 1
+
+    def write_header(self) -> None:
+        """Write the header line."""
+        self._write(header_line())
+
+    def write_collection(self, line: CollectionLine) -> None:
+        """Write a collection's line; its records may follow.
+
+        :param line: the collection's line.
+        :raises ~centidb.errors.DumpFormatError: if the collection was
+            written already.
+        """
+        if line.name in self.records:
+            raise DumpFormatError(f'collection {line.name!r} is written twice')
+        self._write(line.text())
+        self.records[line.name] = 0
+
+    def write_counter(self, line: CounterLine) -> None:
+        """Write a counter's line.
+
+        :param line: the counter's line.
+        """
+        self._write(line.text())
+
+    def write_record(self, collection: str, key: Key, value: Any) -> None:
+        """Write a record's line (see :func:`record_line`).
+
+        :param collection: the collection's name, whose line was written.
+        :param key: the record's key.
+        :param value: the record.
+        :raises ~centidb.errors.DumpTypeError: if the key or value holds a
+            type :func:`to_json` does not write; nothing is written then.
+        :raises ~centidb.errors.DumpFormatError: if no line of the
+            collection was written.
+        """
+        if collection not in self.records:
+            raise DumpFormatError(f'a record of collection {collection!r} before its '
+                                  f'collection line')
+        self._write(record_line(collection, key, value))
+        self.records[collection] += 1
+
+    def trailer(self) -> TrailerLine:
+        """The trailer line of what was written so far."""
+        return TrailerLine(self.lines, tuple(self.records.items()), self._digest.hexdigest())
+
+    def write_trailer(self) -> TrailerLine:
+        """Write the trailer line, which ends the dump, and return it."""
+        trailer = self.trailer()
+        self.out.write(trailer.text() + '\n')
+        return trailer
+
+
+class _DumpCheck:
+    """The state of reading one dump: the order of its lines and what its trailer checks."""
+
+    def __init__(self) -> None:
+        self.counters: set[str] = set()
+        self.records: dict[str, int] = {}
+        self.digest = hashlib.sha256()
+        self.lines = 0
+        self.header = False
+        self.trailer: int | None = None     # the trailer's line number, once read
+
+    def line(self, number: int, raw: str | bytes) -> Line | None:
+        """Parse and check line `number`; None for a blank line."""
+        if self.trailer is not None:
+            raise DumpFormatError(f'line {number}: a line after the trailer (line '
+                                  f'{self.trailer}), which ends the dump')
+        if isinstance(raw, bytes):
+            try:
+                text = raw.decode('utf-8')
+            except UnicodeDecodeError as exc:
+                raise DumpFormatError(f'line {number}: not UTF-8 ({exc})') from None
+        else:
+            text = raw
+        line = parse_line(text, number) if text.strip() else None
         problem = None
-        if isinstance(line, HeaderLine) != (not seen_header):
-            problem = 'a second header' if seen_header else 'the first line is not the header'
+        if line is None:
+            pass
+        elif self.header == isinstance(line, HeaderLine):
+            problem = 'a second header' if self.header else 'the first line is not the header'
         elif isinstance(line, CollectionLine):
-            problem = f'collection {line.name!r} again' if line.name in collections else None
-            collections.add(line.name)
+            problem = f'collection {line.name!r} again' if line.name in self.records else None
+            self.records.setdefault(line.name, 0)
         elif isinstance(line, CounterLine):
-            problem = f'counter {line.name!r} again' if line.name in counters else None
-            counters.add(line.name)
-        elif isinstance(line, RecordLine) and line.collection not in collections:
-            problem = f'a record of collection {line.collection!r} before its collection line'
+            problem = f'counter {line.name!r} again' if line.name in self.counters else None
+            self.counters.add(line.name)
+        elif isinstance(line, RecordLine):
+            if line.collection in self.records:
+                self.records[line.collection] += 1
+            else:
+                problem = f'a record of collection {line.collection!r} before its collection line'
+        elif isinstance(line, TrailerLine):
+            problem = self._check_trailer(line)
+            if problem is None and not text.endswith('\n'):
+                problem = 'the trailer has no line break after it (the dump was cut short)'
+            self.trailer = number
         if problem is not None:
             raise DumpFormatError(f'line {number}: {problem}: {text.rstrip()[:100]}')
-        seen_header = True
+        self.header = self.header or line is not None
+        if self.trailer is None:
+            self.digest.update(line_digest(raw))
+            self.lines += 1
+        return line
+
+    def _check_trailer(self, line: TrailerLine) -> str | None:
+        if line.lines != self.lines:
+            return (f'the trailer says {line.lines} lines come before it, but {self.lines} do '
+                    f'(lines were lost or added)')
+        counted = dict(line.records)
+        if len(counted) != len(line.records) or list(counted) != list(self.records):
+            return (f'the trailer counts the records of the collections '
+                    f'{_shown(list(counted))}, but the dump has the collections '
+                    f'{_shown(list(self.records))}')
+        for name, count in line.records:
+            if self.records[name] != count:
+                return (f'the trailer counts {count} records of collection {name!r}, but '
+                        f'the dump holds {self.records[name]}')
+        if line.sha256 != self.digest.hexdigest():
+            return (f'the SHA-256 of the lines before the trailer is {self.digest.hexdigest()}, '
+                    f'not the trailer\'s (a line was changed)')
+        return None
+
+    def summary(self) -> str:
+        """What was read: the number of records of each collection."""
+        if not self.records:
+            return 'no collection'
+        return ', '.join(f'{count} record{"" if count == 1 else "s"} of {name!r}'
+                         for name, count in self.records.items())
+
+
+def read_dump(lines: Iterable[str | bytes], *, partial: bool = False,
+              warn: Callable[[str], None] | None = None) -> Iterator[tuple[int, Line]]:
+    """Read a whole dump, checking the order of its lines and its trailer.
+
+    The first line must be the header, and no other line may be one; each
+    collection and counter appears once; a record comes after the line of
+    its collection; the last line is the trailer, and its line count,
+    record counts and checksum must match the lines before it, and it ends
+    with a line break. Blank lines
+    are skipped (the trailer counts them). Lines are given as they are read,
+    so a caller acting on them must be able to undo it when a later line,
+    or the trailer, is refused.
+
+    With `partial`, the dump is read up to its first problem instead: the
+    lines before it are given, and `warn` is called once with a message
+    saying what is missing (no trailer, the line that does not parse, a
+    trailer that does not match), and how many lines were not read.
+
+    :param lines: the dump's lines, as text or bytes (UTF-8), each with
+        its line break, as an open file gives them.
+    :param partial: read the valid lines of a dump that is cut short or
+        damaged, rather than refuse it.
+    :param warn: called with the message when `partial` skips something.
+    :returns: an iterator over ``(line number, line)``, numbers from 1,
+        the lines as :func:`parse_line` gives them; the trailer too.
+    :raises ~centidb.errors.DumpFormatError: unless `partial`, as
+        :func:`parse_line` does, if the lines are out of order or the
+        trailer is missing, does not match or is not the last line; the
+        message names the line number.
+    """
+    check = _DumpCheck()
+    source = iter(lines)
+    number = 0
+    for number, raw in enumerate(source, 1):
+        try:
+            line = check.line(number, raw)
+        except DumpFormatError as exc:
+            if not partial:
+                raise
+            rest = sum(1 for _ in source)
+            skipped = f'line {number}' if not rest else f'lines {number} to {number + rest}'
+            if warn is not None:
+                warn(f'{exc}; read {check.summary()} from the lines before it, '
+                     f'and skipped {skipped}')
+            return
+        if line is not None:
+            yield number, line
+    if check.trailer is None:
+        if number == 0:
+            message = 'the dump is empty (no header line)'
+        else:
+            message = (f'the dump ends at line {number} without its trailer line, so it '
+                       f'may be cut short (a dump from a centidb that wrote no trailer has '
+                       f'none either)')
+        if not partial:
+            raise DumpFormatError(f'{message}; a partial read (centidb load --partial) '
+                                  f'reads the lines it has')
+        if warn is not None:
+            warn(f'{message}; read {check.summary()} from its {number} lines')
+
+
+def parse_lines(lines: Iterable[str | bytes], *, partial: bool = False,
+                warn: Callable[[str], None] | None = None) -> Iterator[Line]:
+    """Read a whole dump, as :func:`read_dump` does, without line numbers.
+
+    :param lines: the dump's lines, such as an open text file.
+    :param partial: as for :func:`read_dump`.
+    :param warn: as for :func:`read_dump`.
+    :returns: an iterator over the lines, as :func:`parse_line` gives them.
+    :raises ~centidb.errors.DumpFormatError: as :func:`read_dump` does.
+    """
+    for _, line in read_dump(lines, partial=partial, warn=warn):
         yield line
