@@ -23,8 +23,8 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import ExitStack
-from typing import IO, Any, Callable, Iterable, Iterator
+from contextlib import ExitStack, nullcontext
+from typing import IO, Any, Callable, ContextManager, Iterable, Iterator
 
 from centidb import dumpformat, encodings
 from centidb.cli_common import (
@@ -127,26 +127,36 @@ def _prepare(store: Store, line: CollectionLine, allow_pickle: bool) -> Collecti
 
 
 class _Loader:
-    """Writes record lines with ``put_many``, in batches, in the transactions it is given."""
+    """Writes record lines with ``put_many``, in batches, each in the transaction ``begin()`` gives.
 
-    def __init__(self, batch: int) -> None:
+    :param batch: the most records a batch holds.
+    :param begin: gives a context manager holding the batch's transaction.
+    """
+
+    def __init__(self, batch: int, begin: Callable[[], ContextManager[Transaction]]) -> None:
         self.batch = batch
+        self.begin = begin
         self.coll: Collection | None = None
         self.pending: list[tuple[int, Record]] = []
 
-    def add(self, begin: Callable[[], Any], number: int, coll: Collection, key: Any,
-            value: Any) -> None:
+    def add(self, number: int, coll: Collection, key: Any, value: Any) -> None:
         """Queue the record of line `number`; write the queue first if it is full."""
         if coll is not self.coll or len(self.pending) >= self.batch:
-            self.flush(begin)
+            self.flush()
             self.coll = coll
         self.pending.append((number, Record(coll, value, key)))
 
-    def flush(self, begin: Callable[[], Any]) -> None:
-        """Write the queued records in the transaction ``begin()`` gives."""
+    def flush(self) -> None:
+        """Write the queued records; a failure names the line of the record that failed."""
         if self.pending and self.coll is not None:
-            with begin() as txn:
-                self._put(txn, self.coll)
+            try:
+                with self.begin() as txn:
+                    self._put(txn, self.coll)
+            except CliError:
+                raise
+            except Exception as exc:        # the commit failed
+                first, last = self.pending[0][0], self.pending[-1][0]
+                raise CliError(f'lines {first} to {last}: {_describe(exc)}') from exc
         self.pending = []
 
     def _put(self, txn: Transaction, coll: Collection) -> None:
@@ -176,55 +186,47 @@ def _describe(exc: BaseException) -> str:
 
 
 class _Load:
-    """One load: the collections and counters of the dump, and where records go."""
+    """One load: creates the dump's collections, writes its records, raises its counters.
+
+    :param store: the store loaded into.
+    :param args: the parsed command line.
+    :param txn: the transaction everything is written in, or None for a
+        transaction per batch.
+    """
 
     def __init__(self, store: Store, args: argparse.Namespace,
                  txn: Transaction | None) -> None:
         self.store = store
-        self.args = args
+        self.allow_pickle: bool = args.allow_pickle
         self.txn = txn
         self.colls: dict[str, Collection] = {}
         self.counters: dict[str, int] = {}
-        self.loader = _Loader(args.batch)
+        self.loader = _Loader(args.batch, self.begin)
 
-    def begin(self) -> Any:
+    def begin(self) -> ContextManager[Transaction]:
         """The transaction for a batch: the load's own, or a new one."""
         if self.txn is None:
             return self.store.begin(write=True)
-        return _Joined(self.txn)
+        return nullcontext(self.txn)
 
     def run(self, lines: Iterable[tuple[int, Line]]) -> None:
         """Write every line's contents; CliErrors name the line."""
         for number, line in lines:
             if isinstance(line, RecordLine):
-                self.loader.add(self.begin, number, self.colls[line.collection], line.key,
-                                line.value)
+                self.loader.add(number, self.colls[line.collection], line.key, line.value)
                 continue
             try:
                 if isinstance(line, CollectionLine):
-                    self.colls[line.name] = _prepare(self.store, line, self.args.allow_pickle)
+                    self.colls[line.name] = _prepare(self.store, line, self.allow_pickle)
                 elif isinstance(line, CounterLine):
                     self.counters[line.name] = line.value
             except CliError as exc:
                 raise CliError(f'line {number}: {exc}', exc.status) from exc
             except CentiError as exc:
                 raise CliError(f'line {number}: {_describe(exc)}') from exc
-        self.loader.flush(self.begin)
+        self.loader.flush()
         with self.begin() as txn:
             _raise_counters(self.store, self.counters, txn)
-
-
-class _Joined:
-    """A context manager giving an open transaction, which it leaves open."""
-
-    def __init__(self, txn: Transaction) -> None:
-        self.txn = txn
-
-    def __enter__(self) -> Transaction:
-        return self.txn
-
-    def __exit__(self, *exc: object) -> None:
-        return None
 
 
 def _dump_lines(args: argparse.Namespace, source: Iterable[bytes]) -> Iterator[tuple[int, Line]]:
