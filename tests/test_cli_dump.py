@@ -29,6 +29,12 @@ def setup(store):
     return people
 
 
+def broken(store):
+    """An --app that fails after the store is open."""
+    setup(store)
+    raise RuntimeError('no')
+
+
 def open_store(path, engine, create=False):
     name, arg = ENGINES[engine]
     options = {arg: str(path)}
@@ -180,6 +186,9 @@ def test_every_byte_cut_is_refused_cleanly(tmp_path, capsys):
     (lambda lines: lines[:-1] + [lines[-1].rstrip(b'\n')], 'line 12: the trailer has no line '
                                                            'break after it'),
     (lambda lines: lines[:-1] + [b'{"type":"trailer"}\n'], 'line 12: a trailer line has'),
+    (lambda lines: lines[:5] + [b'{"type":"record"}\n'] + lines[6:], 'line 6: a record line'),
+    (lambda lines: lines[:5] + [lines[5][:-9] + b'\xff' + lines[5][-8:]] + lines[6:],
+     'line 6: not UTF-8'),
 ])
 def test_a_bad_trailer_is_refused(tmp_path, dump, capsys, change, message):
     path = write(tmp_path / 'bad', change(dump))
@@ -291,3 +300,11 @@ def test_a_collection_error_names_its_line(tmp_path, dump, capsys):
     assert err == ("centidb load: error: line 3: collection 'people' has the index "
                    "'by_email': give --app MODULE:FUNCTION that adds it\n")
     assert not (tmp_path / 'new').exists()
+
+
+def test_a_failing_app_leaves_no_store(tmp_path, dump, capsys):
+    path = write(tmp_path / 'd', dump)
+    before = listing(tmp_path)
+    status, _, err = run(capsys, 'load', tmp_path / 'new', path, '--app', 'test_cli_dump:broken')
+    assert status == 4 and 'RuntimeError: no' in err
+    assert listing(tmp_path) == before
