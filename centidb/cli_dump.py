@@ -23,7 +23,7 @@ import os
 import shutil
 import sys
 import tempfile
-from contextlib import ExitStack, nullcontext
+from contextlib import ExitStack, contextmanager, nullcontext
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator
 
 from centidb import dumpformat, encodings
@@ -46,7 +46,10 @@ LOAD_BATCH = 1000
 
 
 def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
-    """``dump STORE [-c COLLECTION]... [-o FILE]``: metadata, counters, records.
+    """``dump STORE [-c COLLECTION]... [-o FILE]``: metadata, counters, records, trailer.
+
+    ``FILE`` is written under a temporary name beside it and renamed at the
+    end, so a dump that fails leaves it as it was.
 
     :param args: the parsed command line (``argparse.Namespace``).
     :param out: the stream data is written to.
@@ -55,7 +58,7 @@ def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
     with ExitStack() as stack:
         store = stack.enter_context(store_of(args))
         if args.output:
-            out = stack.enter_context(open(args.output, 'w', encoding='utf-8', newline='\n'))
+            out = stack.enter_context(_replaced_at_the_end(args.output))
         txn = stack.enter_context(store.begin())
         _, metas, counters = read_metadata(txn.engine_txn)  # type: ignore[arg-type]  # open
         wanted = args.collections
@@ -83,6 +86,38 @@ def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
                 raise CliError(f'collection {name!r}, key {key!r}: {exc}') from None
         writer.write_trailer()
     return EXIT_OK
+
+
+@contextmanager
+def _replaced_at_the_end(path: str) -> Iterator[IO[str]]:
+    """A text file written beside `path` and renamed to it once the block succeeds.
+
+    If the block fails, the file is removed and `path` is left as it was.
+    """
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        fd, scratch = tempfile.mkstemp(prefix=f'.{os.path.basename(path)}.dump-', dir=directory)
+    except OSError as exc:
+        raise CliError(f'cannot write {path!r}: {exc}') from None
+    try:
+        with open(fd, 'w', encoding='utf-8', newline='\n') as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(scratch, 0o666 & ~_umask())
+        os.replace(scratch, path)
+    except BaseException:
+        try:
+            os.unlink(scratch)
+        except OSError:
+            pass
+        raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _encoder(name: str, what: str) -> encodings.Encoder:

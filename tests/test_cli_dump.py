@@ -15,6 +15,7 @@ import os
 import pytest
 
 import centidb
+from centidb import encodings
 from centidb.cli import main
 from centidb.dumpformat import CollectionLine, CounterLine, DumpWriter, IndexSpec, line_digest
 
@@ -308,3 +309,28 @@ def test_a_failing_app_leaves_no_store(tmp_path, dump, capsys):
     status, _, err = run(capsys, 'load', tmp_path / 'new', path, '--app', 'test_cli_dump:broken')
     assert status == 4 and 'RuntimeError: no' in err
     assert listing(tmp_path) == before
+
+
+def test_a_failed_dump_leaves_its_output_as_it_was(tmp_path, engine, capsys):
+    source = tmp_path / 'source'
+    with open_store(source, engine, create=True) as store:
+        store.add_encoder(encodings.PICKLE_ENCODER)
+        store.collection('p', encoder=encodings.PICKLE_ENCODER).put_many([1, {2, 3}])
+    status, _, err = run(capsys, 'dump', source, '--allow-pickle', '-o', tmp_path / 'd')
+    assert status == 3 and "collection 'p', key (2,)" in err
+    assert listing(tmp_path) == ['source']
+    (tmp_path / 'd').write_text('old')
+    assert run(capsys, 'dump', source, '--allow-pickle', '-o', tmp_path / 'd')[0] == 3
+    assert listing(tmp_path) == ['d', 'source'] and (tmp_path / 'd').read_text() == 'old'
+    with open_store(source, engine) as store:
+        store.add_encoder(encodings.PICKLE_ENCODER)
+        store.collection('p', encoder=encodings.PICKLE_ENCODER).delete((2,))
+    assert run(capsys, 'dump', source, '--allow-pickle', '-o', tmp_path / 'd')[0] == 0
+    assert json.loads((tmp_path / 'd').read_text().splitlines()[-1])['records'] == [['p', 1]]
+    assert oct((tmp_path / 'd').stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+
+
+def current_umask():
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
