@@ -1,6 +1,7 @@
 """``centidb dump`` and ``centidb load``: a store as JSON Lines, and back.
 
-The lines are those of :mod:`centidb.dumpformat`: a header, a line for each
+The lines are those of :mod:`centidb.dumpformat`, and :mod:`centidb.dumpfile`
+writes and checks them: a header, a line for each
 collection (encoder, packer, key kind, indexes), one for each counter, one
 per record, naming its collection and key, and a trailer with the line and
 record counts and the checksum of the lines. ``dump`` reads everything in
@@ -26,7 +27,7 @@ import tempfile
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator
 
-from centidb import dumpformat, encodings
+from centidb import dumpfile, encodings
 from centidb.cli_common import (
     EXIT_OK, EXIT_USAGE, CliError, open_store, parse_options, progress,
     read_metadata,
@@ -70,7 +71,7 @@ def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
             kept = {meta.info['counter'] for meta in metas}
             counters = {name: value for name, value in counters.items() if name in kept}
         colls = [collection_of(store, meta.name) for meta in metas]
-        writer = dumpformat.DumpWriter(out)
+        writer = dumpfile.DumpWriter(out)
         writer.write_header()
         for meta in metas:
             writer.write_collection(CollectionLine.from_info(meta.name, meta.info, meta.indexes))
@@ -269,7 +270,7 @@ def _dump_lines(args: argparse.Namespace, source: Iterable[bytes]) -> Iterator[t
     def warn(message: str) -> None:
         print(f'centidb load: warning: --partial: {message}', file=sys.stderr)
 
-    lines = dumpformat.read_dump(source, partial=args.partial, warn=warn)
+    lines = dumpfile.read_dump(source, partial=args.partial, warn=warn)
     try:
         yield from progress(lines, desc='load', quiet=args.quiet, unit='line')
     except DumpFormatError as exc:

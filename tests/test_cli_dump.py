@@ -17,7 +17,8 @@ import pytest
 import centidb
 from centidb import encodings
 from centidb.cli import main
-from centidb.dumpformat import CollectionLine, CounterLine, DumpWriter, IndexSpec, line_digest
+from centidb.dumpfile import DumpWriter, line_digest
+from centidb.dumpformat import CollectionLine, CounterLine, IndexSpec
 
 ENGINES = {'lmdb': ('LmdbEngine', 'path'), 'leveldb': ('PlyvelEngine', 'name')}
 APP = 'test_cli_dump:setup'

@@ -1,4 +1,5 @@
-"""The dump format (centidb.dumpformat): values and lines round-trip, bad lines fail.
+"""The dump format (centidb.dumpformat, centidb.dumpfile): values, lines and dumps
+round-trip; bad lines, cut dumps and bad trailers fail.
 
 Round trips are checked with :func:`same`, which compares types as well as
 values (``1`` is not ``1.0``, a tuple is not a list) and compares floats bit
@@ -20,10 +21,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from centidb import encodings
+from centidb.dumpfile import DumpWriter, line_digest, parse_lines, read_dump
 from centidb.dumpformat import (
-    DUMP_FORMAT, DUMP_VERSION, SAFE_INT_MAX, CollectionLine, CounterLine, DumpWriter, HeaderLine,
-    IndexSpec, RecordLine, TrailerLine, from_json, header_line, line_digest, parse_line,
-    parse_lines, read_dump, record_line, to_json,
+    DUMP_FORMAT, DUMP_VERSION, SAFE_INT_MAX, CollectionLine, CounterLine, HeaderLine, IndexSpec,
+    RecordLine, TrailerLine, from_json, header_line, parse_line, record_line, to_json,
 )
 from centidb.errors import DumpFormatError, DumpTypeError
 from centidb.keyformat import Desc
