@@ -115,11 +115,15 @@ def make_parser() -> argparse.ArgumentParser:
                      dest='collections', help='only this collection (repeatable)')
     sub.add_argument('-o', '--output', metavar='FILE', help='write to FILE, not stdout')
 
-    sub = add('load', cli_dump.cmd_load, 'read a dump into STORE (created if missing); '
-                                          'loading the same dump again changes nothing')
+    sub = add('load', cli_dump.cmd_load, 'read a dump into STORE (created if missing), all '
+                                          'or nothing; loading the same dump again changes '
+                                          'nothing')
     sub.add_argument('file', metavar='FILE', nargs='?', help='the dump (default: stdin)')
     sub.add_argument('--batch', metavar='N', type=int, default=cli_dump.LOAD_BATCH,
-                     help='records per transaction (default %(default)s)')
+                     help='records per transaction into a new store (default %(default)s)')
+    sub.add_argument('--partial', action='store_true',
+                     help='load the valid lines of a dump that is cut short, damaged or '
+                          'has no trailer, with a warning saying what is missing')
 
     add('verify', cli_commands.cmd_verify, 'check every record and index entry; '
                                             'one line per problem')

@@ -5,7 +5,10 @@ The full specification, with an example of every line type and every tag, is
 
 * each line is one JSON object with a ``"type"``: a ``"header"`` line first,
   then ``"collection"`` and ``"counter"`` lines (metadata), then
-  ``"record"`` lines, each naming its collection and key;
+  ``"record"`` lines, each naming its collection and key, and last a
+  ``"trailer"`` line with the number of lines before it, each collection's
+  record count and the SHA-256 of those lines, so a dump cut short or
+  changed is refused;
 * values are JSON where JSON says exactly the same (``null``, booleans, ints
   within +-(2**53 - 1), finite floats other than -0.0, strings, arrays,
   objects with string keys); every other value is a *tag*, an object with
@@ -15,9 +18,9 @@ The full specification, with an example of every line type and every tag, is
 
 :func:`to_json` and :func:`from_json` convert values; :func:`record_line`,
 the ``text()`` method of each line class and :func:`parse_line` convert
-lines; :func:`parse_lines` reads a whole dump and checks its order. Reading
-never runs code from the dump. This module only converts: reading a store
-and loading one are the command line's work.
+lines. Reading never runs code from the dump. This module only converts: a
+whole dump, its order and its trailer are :mod:`centidb.dumpfile`'s, and
+reading a store and loading one are the command line's work.
 """
 
 from __future__ import annotations
@@ -41,8 +44,8 @@ from centidb.errors import CentiError, DumpFormatError, DumpTypeError
 from centidb.keyformat import Desc, Key
 
 __all__ = ['DUMP_FORMAT', 'DUMP_VERSION', 'SAFE_INT_MAX', 'to_json', 'from_json',
-           'HeaderLine', 'IndexSpec', 'CollectionLine', 'CounterLine', 'RecordLine', 'Line',
-           'header_line', 'record_line', 'parse_line', 'parse_lines']
+           'HeaderLine', 'IndexSpec', 'CollectionLine', 'CounterLine', 'RecordLine',
+           'TrailerLine', 'Line', 'header_line', 'record_line', 'parse_line']
 
 #: The ``"format"`` of a dump's header line.
 DUMP_FORMAT = 'centidb-dump'
@@ -474,8 +477,32 @@ class RecordLine:
         return record_line(self.collection, self.key, self.value)
 
 
-#: What :func:`parse_line` returns: one of the four line classes.
-Line = Union[HeaderLine, CollectionLine, CounterLine, RecordLine]
+@dataclass(frozen=True)
+class TrailerLine:
+    """The last line of a dump: what came before it, to check the dump is whole.
+
+    :param lines: the number of lines before the trailer, the header's
+        included.
+    :param records: ``(collection name, record count)`` for each collection
+        line, in the order of those lines.
+    :param sha256: the SHA-256, as 64 lowercase hex digits, of the lines
+        before the trailer, each as :func:`centidb.dumpfile.line_digest`
+        takes it.
+    """
+
+    lines: int
+    records: Tuple[Tuple[str, int], ...]
+    sha256: str
+
+    def text(self) -> str:
+        """This line as JSON text, without a newline."""
+        return _line({'type': 'trailer', 'lines': self.lines,
+                      'records': [[_str_json(name), count] for name, count in self.records],
+                      'sha256': self.sha256})
+
+
+#: What :func:`parse_line` returns: one of the five line classes.
+Line = Union[HeaderLine, CollectionLine, CounterLine, RecordLine, TrailerLine]
 
 
 # Characters str.splitlines() ends a line at that JSON leaves unescaped: they
@@ -512,7 +539,9 @@ _MEMBERS = {
     'collection': ('type', 'name', 'key', 'encoder', 'packer', 'counter', 'batched', 'indexes'),
     'counter': ('type', 'name', 'value'),
     'record': ('type', 'collection', 'key', 'value'),
+    'trailer': ('type', 'lines', 'records', 'sha256'),
 }
+_SHA256_HEX = re.compile('[0-9a-f]{64}\\Z')
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -576,6 +605,8 @@ def _parse(obj: Any) -> Line:
         return header
     if kind == 'counter':
         return CounterLine(_typed(obj, 'name', str, kind), _typed(obj, 'value', int, kind))
+    if kind == 'trailer':
+        return _trailer(obj)
     indexes = obj['indexes']
     if type(indexes) is not list or not all(type(index) is dict and set(index) == {'name', 'unique'}
                                             for index in indexes):
@@ -590,13 +621,35 @@ def _parse(obj: Any) -> Line:
                         _typed(index, 'unique', bool, 'collection')) for index in indexes))
 
 
+def _trailer(obj: Mapping[str, Any]) -> TrailerLine:
+    lines = _typed(obj, 'lines', int, 'trailer')
+    records = obj['records']
+    if type(records) is not list or not all(
+            type(pair) is list and len(pair) == 2 and type(pair[1]) is int and pair[1] >= 0
+            for pair in records):
+        raise DumpFormatError(f'the "records" of a trailer line are {_shown(records)}, not '
+                              f'an array of [collection name, record count] pairs')
+    names = []
+    for pair in records:
+        name = from_json(pair[0])
+        if type(name) is not str:
+            raise DumpFormatError(f'the trailer counts the records of {_shown(pair[0])}, '
+                                  f'not of a collection name')
+        names.append(name)
+    sha256 = _typed(obj, 'sha256', str, 'trailer')
+    if lines < 1 or not _SHA256_HEX.match(sha256):
+        raise DumpFormatError(f'a trailer line has "lines" of at least 1 and a "sha256" of 64 '
+                              f'lowercase hex digits, not {lines} and {_shown(sha256)}')
+    return TrailerLine(lines, tuple(zip(names, (pair[1] for pair in records))), sha256)
+
+
 def parse_line(text: str, line_number: int | None = None) -> Line:
     """The line class instance that one line of a dump stands for.
 
     :param text: the line, with or without its newline.
     :param line_number: its number in the dump (from 1), named in errors.
     :returns: a :class:`HeaderLine`, :class:`CollectionLine`,
-        :class:`CounterLine` or :class:`RecordLine`.
+        :class:`CounterLine`, :class:`RecordLine` or :class:`TrailerLine`.
     :raises ~centidb.errors.DumpFormatError: if the line is not valid: not
         JSON, not an object of a known ``"type"`` with exactly its members,
         a member of the wrong type, a value :func:`from_json` refuses, a
@@ -617,39 +670,3 @@ def parse_line(text: str, line_number: int | None = None) -> Line:
         shown = text.rstrip('\r\n')
         shown = shown if len(shown) <= 100 else shown[:97] + '...'
         raise DumpFormatError(f'{where}: {problem}: {shown}') from None
-
-
-def parse_lines(lines: Iterable[str]) -> Iterator[Line]:
-    """Parse a whole dump, line by line, checking the order of its lines.
-
-    Blank lines are skipped. The first line must be the header, and no
-    other line may be one; each collection and counter appears once, and a
-    record comes after the line of its collection.
-
-    :param lines: the dump's lines, such as an open text file.
-    :returns: an iterator over the lines, as :func:`parse_line` gives them.
-    :raises ~centidb.errors.DumpFormatError: as :func:`parse_line` does, or
-        if the lines are out of order; the message names the line number.
-    """
-    collections: set[str] = set()
-    counters: set[str] = set()
-    seen_header = False
-    for number, text in enumerate(lines, 1):
-        if not text.strip():
-            continue
-        line = parse_line(text, number)
-        problem = None
-        if isinstance(line, HeaderLine) != (not seen_header):
-            problem = 'a second header' if seen_header else 'the first line is not the header'
-        elif isinstance(line, CollectionLine):
-            problem = f'collection {line.name!r} again' if line.name in collections else None
-            collections.add(line.name)
-        elif isinstance(line, CounterLine):
-            problem = f'counter {line.name!r} again' if line.name in counters else None
-            counters.add(line.name)
-        elif isinstance(line, RecordLine) and line.collection not in collections:
-            problem = f'a record of collection {line.collection!r} before its collection line'
-        if problem is not None:
-            raise DumpFormatError(f'line {number}: {problem}: {text.rstrip()[:100]}')
-        seen_header = True
-        yield line

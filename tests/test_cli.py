@@ -193,7 +193,7 @@ def test_dump_some_collections_to_a_file(work, store_path):
     cli('dump', store_path, '-c', 'log', '-o', out, cwd=work, check=0)
     dumped = lines(out.read_text())
     assert [line['type'] for line in dumped] == ['header', 'collection', 'counter'] + \
-        ['record'] * 3
+        ['record'] * 3 + ['trailer']
     assert {line.get('collection', 'log') for line in dumped[1:]} == {'log'}
     assert cli('dump', store_path, '-c', 'nosuch', cwd=work).returncode == 3
 

@@ -33,7 +33,7 @@ EXAMPLE_PAGES = ['index', 'tutorial', 'models', 'concepts', 'encoders', 'engines
 API_MODULES = ['cli', 'cli_commands', 'cli_dump', 'cli_common', 'model', 'modelindex', 'fields',
                'store', 'admin', 'hooks', 'verify', 'collection', 'bulk', 'mapping', 'index', 'query', 'access', 'writing',
                'savepoint', 'limits', 'records', 'catalog', 'txn',
-               'impl', 'keylib', 'keyformat', 'encodings', 'dumpformat', 'engines', 'engines.etcd',
+               'impl', 'keylib', 'keyformat', 'encodings', 'dumpformat', 'dumpfile', 'engines', 'engines.etcd',
                'engines.etcd_client', 'engines.paths', 'batches', 'errors']
 # Languages a code block may declare without being run: shell and plain text.
 UNTESTED_LANGUAGES = {'console', 'shell-session', 'sh', 'bash', 'shell', 'text', 'none'}

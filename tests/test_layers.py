@@ -22,6 +22,7 @@ LAYERS = [
     ['impl'],
     ['keylib'],
     ['encodings', 'dumpformat'],
+    ['dumpfile'],
     ['engines.fastcalls'],
     ['engines.base', 'engines.paths'],
     ['engines.writelog', 'engines.etcd_client'],
