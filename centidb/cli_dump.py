@@ -27,7 +27,7 @@ import tempfile
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator
 
-from centidb import dumpfile, encodings
+from centidb import dumpfile, encodings, verify
 from centidb.cli_common import (
     EXIT_OK, EXIT_USAGE, CliError, open_store, parse_options, progress,
     read_metadata,
@@ -129,11 +129,19 @@ def _encoder(name: str, what: str) -> encodings.Encoder:
                    f'the collection', EXIT_USAGE)
 
 
-def _placeholder(name: str) -> Callable[..., Any]:
-    def key_func(*args: Any) -> Any:
-        raise CliError(f'collection {name!r}: the loaded records carry their keys; '
+class _Placeholder:
+    """The key function of a collection loaded without ``--app``: the records carry their keys."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __call__(self, *args: Any) -> Any:
+        raise CliError(f'collection {self.name!r}: the loaded records carry their keys; '
                        f'give --app to put records without keys')
-    return key_func
+
+
+def _placeholder(name: str) -> Callable[..., Any]:
+    return _Placeholder(name)
 
 
 def _prepare(store: Store, line: CollectionLine, allow_pickle: bool) -> Collection:
@@ -176,7 +184,15 @@ class _Loader:
         self.pending: list[tuple[int, Record]] = []
 
     def add(self, number: int, coll: Collection, key: Any, value: Any) -> None:
-        """Queue the record of line `number`; write the queue first if it is full."""
+        """Queue the record of line `number`; write the queue first if it is full.
+
+        A record whose key is not its collection's ``key_func(value)`` (with
+        ``--app``'s key function) is refused, naming the line.
+        """
+        if coll.key_func is not None and not isinstance(coll.key_func, _Placeholder):
+            problem = verify.key_problem(coll, key, value)
+            if problem is not None:
+                raise CliError(f'line {number}: collection {coll.name!r}: {problem}')
         if coll is not self.coll or len(self.pending) >= self.batch:
             self.flush()
             self.coll = coll

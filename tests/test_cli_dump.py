@@ -335,3 +335,18 @@ def current_umask():
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_a_record_not_under_its_key_func_names_the_line(tmp_path, dump, capsys):
+    # A hand-edited key: with --app's key function the record could be neither
+    # found by its key nor saved again, so load refuses it.
+    records = [('log', (1,), 'one')]
+    records += [('people', (f'p{i}',), {'name': f'p{i}', 'email': f'e{i}'}) for i in range(4)]
+    records.append(('people', ('edited',), {'name': 'p4', 'email': 'e4'}))
+    path = write(tmp_path / 'edited', rewrite(dump, records, counters=[('log:key', 1)]))
+    before = listing(tmp_path)
+    status, _, err = run(capsys, 'load', tmp_path / 'new', path, '--app', APP)
+    assert status == 3 and err.count('\n') == 1
+    assert err.startswith("centidb load: error: line 10: collection 'people': the record "
+                          "is stored under ('edited',), but its key function gives ('p4',)")
+    assert listing(tmp_path) == before
