@@ -16,8 +16,8 @@ opening code never repeats ``add_index``. Instances are made with keyword
 arguments (``User(email='a@b', name='Ann')``), saved with ``save()``,
 removed with ``delete()``; class methods read them back (``get``,
 ``get_many``, ``items``, ``keys``, ``values``, ``find``, ``count``) and write
-many at once (``put_many``); ``User.by_age`` queries the index and returns
-instances. Every call takes ``txn=``, or joins the write transaction the
+many at once (``put_many``, ``delete_many``); ``User.by_age`` queries the
+index and returns instances. Every call takes ``txn=``, or joins the write transaction the
 thread has open, as collection calls do.
 
 Records are stored as plain ``dict`` objects (field name to value) with the
@@ -447,16 +447,60 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
+        coll = type(self)._model.bound().coll
+        return coll.delete(self._model_delete_key(), txn=txn) is not None
+
+    def _model_delete_key(self) -> Key:
+        """The key :meth:`delete` deletes: made from the fields, or the number saved under."""
         schema = type(self)._model
+        if not schema.auto:
+            return schema.key_of(self)
+        key: Key | None = self.__dict__.get('_model_key')
+        if key is None:
+            raise ValueError(f'this {type(self).__name__} was never saved, so it has no '
+                             f'key to delete')
+        return key
+
+    @classmethod
+    def delete_many(cls: type[_M], keys: Iterable[object], *,
+                    txn: Transaction | None = None) -> list[_M | None]:
+        """Delete the records under `keys` in one transaction, as :meth:`delete` each.
+
+        Atomic, as :meth:`~centidb.collection.Collection.delete_many`: every
+        key is made and every record read before the first delete, so if
+        anything fails for any key, nothing is deleted.
+
+        :param keys: an iterable of key tuples (a bare value means a
+            1-tuple) or instances of this class (the key made from an
+            instance's fields as they are now, or the number it was saved
+            under).
+        :param txn: a write :class:`~centidb.txn.Transaction` of the store
+            (default: the thread's write transaction, or one of its own).
+        :returns: a ``list`` mirroring `keys`: the deleted instance, as it
+            was stored, for each, or ``None`` where there was no such
+            record (also for a key that came earlier in `keys`).
+        :raises TypeError: for an instance of another model class.
+        :raises ValueError: for an instance without a ``key`` that was never
+            saved or loaded.
+        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
+            the key codec cannot encode.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
+        """
+        schema = cls._model
         coll = schema.bound().coll
-        if schema.auto:
-            key = self.__dict__.get('_model_key')
-            if key is None:
-                raise ValueError(f'this {type(self).__name__} was never saved, so it has no '
-                                 f'key to delete')
-        else:
-            key = schema.key_of(self)
-        return coll.delete(key, txn=txn) is not None
+        tuples: list[Key] = []
+        for item in keys:
+            if isinstance(item, Model):
+                if type(item) is not cls:
+                    raise TypeError(f'{cls.__name__}.delete_many() takes keys or '
+                                    f'{cls.__name__} instances, not {described(item)}')
+                tuples.append(item._model_delete_key())
+            else:
+                tuples.append(as_key(item))
+        deleted = coll.delete_many(tuples, txn=txn)
+        return [None if record is None else cls._from_record(record.data, record.key)
+                for record in deleted]
 
     @classmethod
     def put_many(cls: type[_M], instances: Iterable[_M], *,
