@@ -132,6 +132,57 @@ class _Schema:
             self._checks = type_checks(self.cls, self.fields)
         return self._checks
 
+    def instance(self, data: Any, key: Key | None) -> Any:
+        """An instance from a stored ``dict`` (not checked); `key` kept for counter keys."""
+        cls = self.cls
+        if type(data) is not dict:
+            raise ValueError(f'collection {self.collection!r} holds a '
+                             f'{type(data).__name__} where {cls.__name__} expects a dict')
+        instance = object.__new__(cls)
+        own = instance.__dict__
+        for name, declared in self.fields.items():
+            if name in data:
+                own[name] = data[name]
+            elif declared.required:
+                raise ValueError(f'a record of collection {self.collection!r} has no '
+                                 f'value for the field {cls.__name__}.{name}, which has no '
+                                 f'default')
+            else:
+                own[name] = declared.make_default()
+        if key is not None and self.auto:
+            own['_model_key'] = key
+        return instance
+
+    def record(self, instance: Model) -> dict[str, Any]:
+        """The ``dict`` to store for `instance`, after checking every field's type."""
+        data = {}
+        for name, check, expected in self.checks():
+            value = getattr(instance, name)
+            problem = check(value)
+            if problem is not None:
+                raise TypeError(f'{self.cls.__name__}.{name} must be {expected}, not {problem}')
+            data[name] = value
+        return data
+
+    def key_to_delete(self, item: object) -> Key:
+        """The key ``delete()`` deletes for `item`, an instance; or `item` as a key tuple.
+
+        :raises TypeError: for an instance of another model class.
+        :raises ValueError: for an instance with counter keys never saved or loaded.
+        """
+        cls = self.cls
+        if not isinstance(item, Model):
+            return as_key(item)
+        if type(item) is not cls:
+            raise TypeError(f'{cls.__name__}.delete_many() takes keys or {cls.__name__} '
+                            f'instances, not {described(item)}')
+        if not self.auto:
+            return self.key_of(item)
+        key: Key | None = item.__dict__.get('_model_key')
+        if key is None:
+            raise ValueError(f'this {cls.__name__} was never saved, so it has no key to delete')
+        return key
+
     def key_of(self, instance: Model) -> Key:
         """The key of `instance` made from its fields (not for counter keys)."""
         if isinstance(self.key, tuple):
@@ -341,36 +392,12 @@ class Model:
     @classmethod
     def _from_record(cls: type[_M], data: Any, key: Key | None = None) -> _M:
         """An instance from a stored ``dict`` (not checked); `key` kept for counter keys."""
-        schema = cls._model
-        if type(data) is not dict:
-            raise ValueError(f'collection {schema.collection!r} holds a '
-                             f'{type(data).__name__} where {cls.__name__} expects a dict')
-        instance = object.__new__(cls)
-        own = instance.__dict__
-        for name, declared in schema.fields.items():
-            if name in data:
-                own[name] = data[name]
-            elif declared.required:
-                raise ValueError(f'a record of collection {schema.collection!r} has no '
-                                 f'value for the field {cls.__name__}.{name}, which has no '
-                                 f'default')
-            else:
-                own[name] = declared.make_default()
-        if key is not None and schema.auto:
-            own['_model_key'] = key
+        instance: _M = cls._model.instance(data, key)
         return instance
 
     def _to_record(self) -> dict[str, Any]:
         """The ``dict`` to store, after checking every field's type."""
-        cls = type(self)
-        data = {}
-        for name, check, expected in cls._model.checks():
-            value = getattr(self, name)
-            problem = check(value)
-            if problem is not None:
-                raise TypeError(f'{cls.__name__}.{name} must be {expected}, not {problem}')
-            data[name] = value
-        return data
+        return type(self)._model.record(self)
 
     # --- binding -----------------------------------------------------------------------
 
@@ -447,19 +474,8 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        coll = type(self)._model.bound().coll
-        return coll.delete(self._model_delete_key(), txn=txn) is not None
-
-    def _model_delete_key(self) -> Key:
-        """The key :meth:`delete` deletes: made from the fields, or the number saved under."""
         schema = type(self)._model
-        if not schema.auto:
-            return schema.key_of(self)
-        key: Key | None = self.__dict__.get('_model_key')
-        if key is None:
-            raise ValueError(f'this {type(self).__name__} was never saved, so it has no '
-                             f'key to delete')
-        return key
+        return schema.bound().coll.delete(schema.key_to_delete(self), txn=txn) is not None
 
     @classmethod
     def delete_many(cls: type[_M], keys: Iterable[object], *,
@@ -489,16 +505,7 @@ class Model:
         """
         schema = cls._model
         coll = schema.bound().coll
-        tuples: list[Key] = []
-        for item in keys:
-            if isinstance(item, Model):
-                if type(item) is not cls:
-                    raise TypeError(f'{cls.__name__}.delete_many() takes keys or '
-                                    f'{cls.__name__} instances, not {described(item)}')
-                tuples.append(item._model_delete_key())
-            else:
-                tuples.append(as_key(item))
-        deleted = coll.delete_many(tuples, txn=txn)
+        deleted = coll.delete_many([schema.key_to_delete(item) for item in keys], txn=txn)
         return [None if record is None else cls._from_record(record.data, record.key)
                 for record in deleted]
 
