@@ -4,8 +4,8 @@
 bytes compares the tuples; ``unpacks(data)`` gives the tuple back. Supported
 elements: ``None``, ``bool``, ``int`` (any size), ``float``, ``bytes``,
 ``str``, ``uuid.UUID``, ``datetime.date``, ``datetime.datetime`` and
-:class:`Desc` (reverse order). The order across and within kinds, and the exact bytes, are
-specified in ``docs/format.rst``.
+:class:`Desc` (reverse order). The order across and within kinds, and the
+exact bytes, are specified in ``docs/format.rst``.
 
 This module is the pure-Python reference implementation. The compiled twin
 ``centidb._speedups`` replaces :func:`packs`, :func:`unpacks` and
