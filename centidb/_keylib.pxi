@@ -13,6 +13,7 @@ cdef enum:
     TAG_NAN = 0x26
     TAG_BYTES = 0x30
     TAG_STR = 0x31
+    TAG_DATE = 0x37
     TAG_DATETIME = 0x38
     TAG_UUID = 0x39
     TAG_DESC = 0x40
@@ -23,6 +24,7 @@ cdef enum:
     SUFFIX_FLOAT = 0x82
     DT_NAIVE = 0x00
     DT_AWARE = 0x01
+    DATE_BYTES = 3
 
 DT_INSTANT_BIAS_ = 1 << 63
 DT_OFFSET_BIAS_ = 1 << 39
@@ -31,11 +33,12 @@ FORMAT_CONSTANTS = {
     'KEY_SEP': KEY_SEP, 'TAG_NONE': TAG_NONE, 'TAG_NEG_INF': TAG_NEG_INF,
     'TAG_NEG_BIG': TAG_NEG_BIG, 'TAG_NEG_ONE': TAG_NEG_ONE, 'TAG_ZERO': TAG_ZERO,
     'TAG_POS_BIG': TAG_POS_BIG, 'TAG_POS_INF': TAG_POS_INF, 'TAG_NAN': TAG_NAN,
-    'TAG_BYTES': TAG_BYTES, 'TAG_STR': TAG_STR, 'TAG_DATETIME': TAG_DATETIME,
+    'TAG_BYTES': TAG_BYTES, 'TAG_STR': TAG_STR, 'TAG_DATE': TAG_DATE,
+    'TAG_DATETIME': TAG_DATETIME,
     'TAG_UUID': TAG_UUID, 'TAG_DESC': TAG_DESC, 'DESC_END': DESC_END,
     'INT_SMALL_MAX_BYTES': INT_SMALL_MAX_BYTES, 'SUFFIX_BOOL': SUFFIX_BOOL,
     'SUFFIX_NEG_ZERO': SUFFIX_NEG_ZERO, 'SUFFIX_FLOAT': SUFFIX_FLOAT,
-    'DT_NAIVE': DT_NAIVE, 'DT_AWARE': DT_AWARE,
+    'DT_NAIVE': DT_NAIVE, 'DT_AWARE': DT_AWARE, 'DATE_BYTES': DATE_BYTES,
     'DT_INSTANT_BIAS': DT_INSTANT_BIAS_, 'DT_OFFSET_BIAS': DT_OFFSET_BIAS_,
 }
 
@@ -43,12 +46,13 @@ cdef bytes _INVERT = bytes(range(255, -1, -1))
 cdef bytes _ENTRY_SEP = bytes([KEY_SEP])
 cdef object _EPOCH_ORDINAL = _dt.date(1970, 1, 1).toordinal()
 cdef object _MAX_ORDINAL = _dt.date.max.toordinal()
+cdef long _MAX_DATE_ORDINAL = _dt.date.max.toordinal()
 cdef object _US_PER_DAY = 86400 * 1000000
 cdef object _FLOAT_EXACT_LIMIT = 2 ** 53
 cdef enum:
     MAX_FRACTION_GROUPS = 154
 cdef str _SUPPORTED = ('None, bool, int, float, bytes, str, uuid.UUID, '
-                       'datetime.datetime, centidb.keylib.Desc')
+                       'datetime.date, datetime.datetime, centidb.keylib.Desc')
 
 cdef enum:
     STACK_SIZE = 256
@@ -326,6 +330,9 @@ cdef int put_element(Buf *b, object x) except -1:
         return put1(b, DESC_END)
     if isinstance(x, _dt.datetime):
         return put_datetime(b, x)
+    if isinstance(x, _dt.date):
+        put1(b, TAG_DATE)
+        return put_uint_be(b, <uint64_t>_dt.date.toordinal(x), DATE_BYTES, 0)
     if isinstance(x, _uuid.UUID):
         raw = x.bytes
         if type(raw) is not bytes or PyBytes_GET_SIZE(raw) != 16:
@@ -612,6 +619,19 @@ cdef object read_datetime(Reader *r):
                         microsecond, tzinfo)
 
 
+cdef object read_date(Reader *r):
+    """Mirrors keylib._decode_date."""
+    cdef Py_ssize_t start = r.pos, i
+    cdef long ordinal = 0
+    need(r, DATE_BYTES)
+    for i in range(DATE_BYTES):
+        ordinal = (ordinal << 8) | at(r, start + i)
+    if not 1 <= ordinal <= _MAX_DATE_ORDINAL:
+        raise corrupt('date out of range', start)
+    r.pos += DATE_BYTES
+    return _dt.date.fromordinal(ordinal)
+
+
 cdef object read_element(Reader *r):
     """Mirrors keylib._decode_element."""
     cdef Py_ssize_t start = r.pos
@@ -645,6 +665,8 @@ cdef object read_element(Reader *r):
         return float('nan')
     if tag == TAG_DATETIME:
         return read_datetime(r)
+    if tag == TAG_DATE:
+        return read_date(r)
     if tag == TAG_UUID:
         return _uuid.UUID(bytes=take(r, 16))
     if tag == TAG_DESC and r.mask == 0:

@@ -52,6 +52,8 @@ TAG_NAN = 0x26
 TAG_BYTES = 0x30
 #: ``str``: the tag, then its UTF-8 (surrogates allowed) as 7-bit groups.
 TAG_STR = 0x31
+#: ``datetime.date``: the tag, then ``date.toordinal()`` in ``DATE_BYTES`` bytes.
+TAG_DATE = 0x37
 #: ``datetime.datetime``: 8-byte instant, zone kind, 5-byte offset if aware.
 TAG_DATETIME = 0x38
 #: ``uuid.UUID``: the tag, then its 16 bytes.
@@ -71,6 +73,9 @@ SUFFIX_BOOL = 0x80
 SUFFIX_NEG_ZERO = 0x81
 #: The number is a ``float``; its fraction follows as 7-bit groups.
 SUFFIX_FLOAT = 0x82
+
+#: Bytes of a date's ordinal (1 is 0001-01-01), big-endian.
+DATE_BYTES = 3
 
 # Datetime zone kinds.
 #: A naive datetime (no ``tzinfo``); no offset follows.

@@ -3,9 +3,9 @@
 ``packs(key)`` turns a tuple of elements into bytes so that comparing the
 bytes compares the tuples; ``unpacks(data)`` gives the tuple back. Supported
 elements: ``None``, ``bool``, ``int`` (any size), ``float``, ``bytes``,
-``str``, ``uuid.UUID``, ``datetime.datetime`` and :class:`Desc` (reverse
-order). The order across and within kinds, and the exact bytes, are
-specified in ``docs/format.rst``.
+``str``, ``uuid.UUID``, ``datetime.date``, ``datetime.datetime`` and
+:class:`Desc` (reverse order). The order across and within kinds, and the
+exact bytes, are specified in ``docs/format.rst``.
 
 This module is the pure-Python reference implementation. The compiled twin
 ``centidb._speedups`` replaces :func:`packs`, :func:`unpacks` and
@@ -29,9 +29,9 @@ from centidb.errors import CorruptKeyError
 from centidb.errors import KeyEncodingError
 from centidb.errors import UnsupportedKeyTypeError
 from centidb.keyformat import (
-    DESC_END, DT_AWARE, DT_INSTANT_BIAS, DT_NAIVE, DT_OFFSET_BIAS,
+    DATE_BYTES, DESC_END, DT_AWARE, DT_INSTANT_BIAS, DT_NAIVE, DT_OFFSET_BIAS,
     INT_SMALL_MAX_BYTES, KEY_SEP, SUFFIX_BOOL, SUFFIX_FLOAT, SUFFIX_NEG_ZERO,
-    TAG_BYTES, TAG_DATETIME, TAG_DESC, TAG_NAN, TAG_NEG_BIG, TAG_NEG_INF,
+    TAG_BYTES, TAG_DATE, TAG_DATETIME, TAG_DESC, TAG_NAN, TAG_NEG_BIG, TAG_NEG_INF,
     TAG_NEG_ONE, TAG_NONE, TAG_POS_BIG, TAG_POS_INF, TAG_STR, TAG_UUID,
     TAG_ZERO, Desc, Key,
 )
@@ -48,7 +48,7 @@ _MAX_ORDINAL = _dt.date.max.toordinal()
 _US_PER_SECOND = 1_000_000
 _US_PER_DAY = 86_400 * _US_PER_SECOND
 _SUPPORTED = ('None, bool, int, float, bytes, str, uuid.UUID, '
-              'datetime.datetime, centidb.keylib.Desc')
+              'datetime.date, datetime.datetime, centidb.keylib.Desc')
 #: A double's fraction has at most 1074 bits, so at most 154 7-bit groups.
 _MAX_FRACTION_GROUPS = 154
 
@@ -163,6 +163,10 @@ def _encode_element(x: Any, out: bytearray) -> None:
         out.append(DESC_END)
     elif isinstance(x, _dt.datetime):
         _encode_datetime(x, out)
+    elif isinstance(x, _dt.date):
+        # date.toordinal itself: a subclass's override does not change the value.
+        out.append(TAG_DATE)
+        out += _dt.date.toordinal(x).to_bytes(DATE_BYTES, 'big')
     elif isinstance(x, uuid.UUID):
         raw = x.bytes
         if type(raw) is not bytes or len(raw) != 16:
@@ -359,6 +363,13 @@ def _decode_datetime(data: bytes, pos: int) -> tuple[_dt.datetime, int]:
                         microsecond, tzinfo), pos
 
 
+def _decode_date(data: bytes, pos: int) -> tuple[_dt.date, int]:
+    ordinal = int.from_bytes(_take(data, pos, DATE_BYTES), 'big')
+    if not 1 <= ordinal <= _MAX_ORDINAL:
+        raise _corrupt('date out of range', pos)
+    return _dt.date.fromordinal(ordinal), pos + DATE_BYTES
+
+
 def _decode_element(data: bytes, pos: int) -> tuple[Any, int]:
     """Decode the element whose tag is at `pos`; return (value, next pos)."""
     tag = data[pos]
@@ -385,6 +396,8 @@ def _decode_element(data: bytes, pos: int) -> tuple[Any, int]:
         return math.nan, pos
     if tag == TAG_DATETIME:
         return _decode_datetime(data, pos)
+    if tag == TAG_DATE:
+        return _decode_date(data, pos)
     if tag == TAG_UUID:
         return uuid.UUID(bytes=_take(data, pos, 16)), pos + 16
     raise _corrupt(f'unknown tag 0x{tag:02x}', pos - 1)

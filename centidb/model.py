@@ -16,8 +16,8 @@ opening code never repeats ``add_index``. Instances are made with keyword
 arguments (``User(email='a@b', name='Ann')``), saved with ``save()``,
 removed with ``delete()``; class methods read them back (``get``,
 ``get_many``, ``items``, ``keys``, ``values``, ``find``, ``count``) and write
-many at once (``put_many``); ``User.by_age`` queries the index and returns
-instances. Every call takes ``txn=``, or joins the write transaction the
+many at once (``put_many``, ``delete_many``); ``User.by_age`` queries the
+index and returns instances. Every call takes ``txn=``, or joins the write transaction the
 thread has open, as collection calls do.
 
 Records are stored as plain ``dict`` objects (field name to value) with the
@@ -131,6 +131,57 @@ class _Schema:
         if self._checks is None:
             self._checks = type_checks(self.cls, self.fields)
         return self._checks
+
+    def instance(self, data: Any, key: Key | None) -> Any:
+        """An instance from a stored ``dict`` (not checked); `key` kept for counter keys."""
+        cls = self.cls
+        if type(data) is not dict:
+            raise ValueError(f'collection {self.collection!r} holds a '
+                             f'{type(data).__name__} where {cls.__name__} expects a dict')
+        instance = object.__new__(cls)
+        own = instance.__dict__
+        for name, declared in self.fields.items():
+            if name in data:
+                own[name] = data[name]
+            elif declared.required:
+                raise ValueError(f'a record of collection {self.collection!r} has no '
+                                 f'value for the field {cls.__name__}.{name}, which has no '
+                                 f'default')
+            else:
+                own[name] = declared.make_default()
+        if key is not None and self.auto:
+            own['_model_key'] = key
+        return instance
+
+    def record(self, instance: Model) -> dict[str, Any]:
+        """The ``dict`` to store for `instance`, after checking every field's type."""
+        data = {}
+        for name, check, expected in self.checks():
+            value = getattr(instance, name)
+            problem = check(value)
+            if problem is not None:
+                raise TypeError(f'{self.cls.__name__}.{name} must be {expected}, not {problem}')
+            data[name] = value
+        return data
+
+    def key_to_delete(self, item: object) -> Key:
+        """The key ``delete()`` deletes for `item`, an instance; or `item` as a key tuple.
+
+        :raises TypeError: for an instance of another model class.
+        :raises ValueError: for an instance with counter keys never saved or loaded.
+        """
+        cls = self.cls
+        if not isinstance(item, Model):
+            return as_key(item)
+        if type(item) is not cls:
+            raise TypeError(f'{cls.__name__}.delete_many() takes keys or {cls.__name__} '
+                            f'instances, not {described(item)}')
+        if not self.auto:
+            return self.key_of(item)
+        key: Key | None = item.__dict__.get('_model_key')
+        if key is None:
+            raise ValueError(f'this {cls.__name__} was never saved, so it has no key to delete')
+        return key
 
     def key_of(self, instance: Model) -> Key:
         """The key of `instance` made from its fields (not for counter keys)."""
@@ -341,36 +392,12 @@ class Model:
     @classmethod
     def _from_record(cls: type[_M], data: Any, key: Key | None = None) -> _M:
         """An instance from a stored ``dict`` (not checked); `key` kept for counter keys."""
-        schema = cls._model
-        if type(data) is not dict:
-            raise ValueError(f'collection {schema.collection!r} holds a '
-                             f'{type(data).__name__} where {cls.__name__} expects a dict')
-        instance = object.__new__(cls)
-        own = instance.__dict__
-        for name, declared in schema.fields.items():
-            if name in data:
-                own[name] = data[name]
-            elif declared.required:
-                raise ValueError(f'a record of collection {schema.collection!r} has no '
-                                 f'value for the field {cls.__name__}.{name}, which has no '
-                                 f'default')
-            else:
-                own[name] = declared.make_default()
-        if key is not None and schema.auto:
-            own['_model_key'] = key
+        instance: _M = cls._model.instance(data, key)
         return instance
 
     def _to_record(self) -> dict[str, Any]:
         """The ``dict`` to store, after checking every field's type."""
-        cls = type(self)
-        data = {}
-        for name, check, expected in cls._model.checks():
-            value = getattr(self, name)
-            problem = check(value)
-            if problem is not None:
-                raise TypeError(f'{cls.__name__}.{name} must be {expected}, not {problem}')
-            data[name] = value
-        return data
+        return type(self)._model.record(self)
 
     # --- binding -----------------------------------------------------------------------
 
@@ -448,15 +475,39 @@ class Model:
             to a store.
         """
         schema = type(self)._model
+        return schema.bound().coll.delete(schema.key_to_delete(self), txn=txn) is not None
+
+    @classmethod
+    def delete_many(cls: type[_M], keys: Iterable[object], *,
+                    txn: Transaction | None = None) -> list[_M | None]:
+        """Delete the records under `keys` in one transaction, as :meth:`delete` each.
+
+        Atomic, as :meth:`~centidb.collection.Collection.delete_many`: every
+        key is made and every record read before the first delete, so if
+        anything fails for any key, nothing is deleted.
+
+        :param keys: an iterable of key tuples (a bare value means a
+            1-tuple) or instances of this class (the key made from an
+            instance's fields as they are now, or the number it was saved
+            under).
+        :param txn: a write :class:`~centidb.txn.Transaction` of the store
+            (default: the thread's write transaction, or one of its own).
+        :returns: a ``list`` mirroring `keys`: the deleted instance, as it
+            was stored, for each, or ``None`` where there was no such
+            record (also for a key that came earlier in `keys`).
+        :raises TypeError: for an instance of another model class.
+        :raises ValueError: for an instance without a ``key`` that was never
+            saved or loaded.
+        :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
+            the key codec cannot encode.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
+        """
+        schema = cls._model
         coll = schema.bound().coll
-        if schema.auto:
-            key = self.__dict__.get('_model_key')
-            if key is None:
-                raise ValueError(f'this {type(self).__name__} was never saved, so it has no '
-                                 f'key to delete')
-        else:
-            key = schema.key_of(self)
-        return coll.delete(key, txn=txn) is not None
+        deleted = coll.delete_many([schema.key_to_delete(item) for item in keys], txn=txn)
+        return [None if record is None else cls._from_record(record.data, record.key)
+                for record in deleted]
 
     @classmethod
     def put_many(cls: type[_M], instances: Iterable[_M], *,

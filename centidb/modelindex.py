@@ -304,6 +304,31 @@ class ModelIndex(Generic[_M]):
         return self.index.count(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
                                 max=max, include=include, txn=txn)
 
+    @query_doc('index tuple')
+    def group_counts(self, size: int = 1, lo: object = None, hi: object = None, *,
+                     prefix: object = None, startswith: object = None, reverse: bool = False,
+                     max: int | None = None, include: bool = False,
+                     txn: Transaction | None = None) -> list[tuple[Key, int]]:
+        """Return ``[(group, count), ...]``: matching entries counted per leading elements.
+
+        As :meth:`Index.group_counts() <centidb.query.Queryable.group_counts>`:
+        a group is the first `size` elements of an index tuple (a shorter
+        tuple is a group of its own), groups come in index order, and no
+        record is read. ``User.by_city.group_counts()`` counts the users
+        per city.
+
+        :param size: how many leading elements make a group (``>= 1``).
+        {query}
+        :returns: a ``list`` of ``(group tuple, count)``; `max` limits the
+            number of groups.
+        :raises ValueError: if `size` is less than 1.
+        :raises TypeError: if `size` is not an ``int``.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound to
+            a store.
+        """
+        return self.index.group_counts(size, lo, hi, prefix=prefix, startswith=startswith,
+                                       reverse=reverse, max=max, include=include, txn=txn)
+
 
 def _schema(model: type[_Model]) -> _Schema:
     """The declaration of the model class `model`."""

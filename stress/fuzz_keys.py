@@ -73,7 +73,8 @@ IMPLS = keylib.available_implementations()
 FUNCS = ('unpacks', 'unpacks_list')
 EXAMPLES_KEPT = 5
 #: Types a decoder may put in a key tuple.
-RESULT_TYPES = (type(None), bool, int, float, bytes, str, uuid.UUID, dt.datetime, Desc)
+RESULT_TYPES = (type(None), bool, int, float, bytes, str, uuid.UUID, dt.date, dt.datetime,
+                Desc)
 #: Every string of at most this many bytes is tried (the exhaustive part).
 EXHAUSTIVE_BYTES = 2
 EXHAUSTIVE_TOTAL = sum(256 ** n for n in range(EXHAUSTIVE_BYTES + 1))
@@ -81,7 +82,7 @@ EXHAUSTIVE_TOTAL = sum(256 ** n for n in range(EXHAUSTIVE_BYTES + 1))
 # Bytes that mean something to the decoder: separator, tags, zone kinds,
 # suffixes, continuation edges, Desc end.
 EDGE_BYTES = bytes([0x00, 0x01, 0x02, 0x05, 0x10, 0x11, 0x12, 0x19, 0x1A, 0x1B, 0x1C,
-                    0x23, 0x24, 0x25, 0x26, 0x30, 0x31, 0x38, 0x39, 0x40, 0x7F, 0x80,
+                    0x23, 0x24, 0x25, 0x26, 0x30, 0x31, 0x37, 0x38, 0x39, 0x40, 0x7F, 0x80,
                     0x81, 0x82, 0xBF, 0xC0, 0xFE, 0xFF])
 INVERT = bytes(range(255, -1, -1))
 
@@ -184,9 +185,22 @@ def gen_datetime(rng):
     return value.replace(tzinfo=dt.timezone(dt.timedelta(microseconds=offset)))
 
 
+MAX_ORDINAL = dt.date.max.toordinal()
+
+
+def gen_date(rng):
+    """A date: the range ends, ordinals where a byte carries, or any."""
+    if rng.random() < 0.4:
+        ordinal = rng.choice((1, 2, 255, 256, 257, 65535, 65536, 65537, MAX_ORDINAL - 1,
+                              MAX_ORDINAL, dt.date(1970, 1, 1).toordinal()))
+    else:
+        ordinal = rng.randrange(1, MAX_ORDINAL + 1)
+    return dt.date.fromordinal(ordinal)
+
+
 PLAIN_GENERATORS = (
     (lambda rng: None), (lambda rng: rng.random() < 0.5), gen_int, gen_int, gen_float,
-    gen_float, gen_bytes, gen_str, gen_str, gen_uuid, gen_datetime,
+    gen_float, gen_bytes, gen_str, gen_str, gen_uuid, gen_datetime, gen_date,
 )
 
 
@@ -389,6 +403,8 @@ def sig(value):
     if kind is dt.datetime:
         tz = value.tzinfo
         return ('datetime', value.isoformat(), type(tz).__name__, value.fold)
+    if kind is dt.date:
+        return ('date', value.toordinal())
     if kind is bytes or kind is str or kind is int or kind is bool:
         return (kind.__name__, value)
     return (kind.__name__, safe_repr(value))

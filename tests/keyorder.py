@@ -17,7 +17,7 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 _ONE_US = datetime.timedelta(microseconds=1)
 
 # Kinds in their documented cross-kind order.
-NONE, NUMBER, BYTES, STR, DATETIME, UUID, DESC = range(7)
+NONE, NUMBER, BYTES, STR, DATE, DATETIME, UUID, DESC = range(8)
 
 
 def kind(x):
@@ -32,6 +32,8 @@ def kind(x):
         return STR
     if isinstance(x, datetime.datetime):
         return DATETIME
+    if isinstance(x, datetime.date):
+        return DATE
     if isinstance(x, uuid.UUID):
         return UUID
     if isinstance(x, Desc):
@@ -76,7 +78,7 @@ def compare_elements(a, b):
         return 0
     if ka == NUMBER:
         return _cmp(_number_key(a), _number_key(b))
-    if ka in (BYTES, STR):
+    if ka in (BYTES, STR, DATE):
         return _cmp(a, b)
     if ka == DATETIME:
         return _cmp(_datetime_key(a), _datetime_key(b))

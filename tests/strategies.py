@@ -30,6 +30,12 @@ EDGE_DATETIMES = [
     datetime.datetime.max.replace(tzinfo=datetime.timezone(-datetime.timedelta(hours=23))),
 ]
 
+# Dates at the range ends, around 1970, and where the ordinal's bytes carry.
+EDGE_DATES = [datetime.date.min, datetime.date.max, datetime.date(1970, 1, 1),
+              datetime.date(1969, 12, 31), datetime.date(2000, 2, 29)] + [
+    datetime.date.fromordinal(n) for n in (2, 255, 256, 257, 65535, 65536, 65537,
+                                           datetime.date.max.toordinal() - 1)]
+
 offsets = st.timedeltas(min_value=-datetime.timedelta(hours=23, minutes=59),
                         max_value=datetime.timedelta(hours=23, minutes=59))
 timezones = st.none() | st.just(datetime.timezone.utc) | offsets.map(datetime.timezone)
@@ -46,14 +52,18 @@ datetimes = (st.sampled_from(EDGE_DATETIMES)
              | st.datetimes(min_value=datetime.datetime(1969, 12, 31, 23, 59),
                             max_value=datetime.datetime(1970, 1, 1, 0, 1),
                             timezones=timezones))
+dates = st.sampled_from(EDGE_DATES) | st.dates()
 uuids = st.uuids() | st.sampled_from([uuid.UUID(int=0), uuid.UUID(int=(1 << 128) - 1)])
 
 plain_elements = st.one_of(st.none(), st.booleans(), ints, floats, texts, binaries,
-                           datetimes, uuids)
+                           dates, datetimes, uuids)
 elements = plain_elements | st.builds(Desc, plain_elements)
 keys = st.lists(elements, max_size=4).map(tuple)
 # Keys drawn from a small pool so that shared prefixes and ties are common.
 small_elements = st.sampled_from([None, False, True, 0, 1, -1, 1.0, 0.5, -0.0, 0.0,
                                   '', 'a', 'ab', 'b', b'', b'a', b'ab',
-                                  Desc('a'), Desc('ab'), Desc(1), Desc(1.0), Desc(None)])
+                                  Desc('a'), Desc('ab'), Desc(1), Desc(1.0), Desc(None),
+                                  datetime.date(2000, 1, 1), datetime.date(2000, 1, 2),
+                                  datetime.datetime(2000, 1, 1), Desc(datetime.date(2000, 1, 1)),
+                                  Desc(datetime.date(2000, 1, 2))])
 clustered_keys = st.lists(small_elements | elements, max_size=4).map(tuple)

@@ -148,6 +148,67 @@ def test_datetime_utc_offset_must_be_strictly_within_a_day():
                 unpacks(data)
 
 
+def test_date_exact_bytes():
+    # The tag, then date.toordinal() (1 is 0001-01-01) in 3 bytes, big-endian.
+    assert packs(datetime.date(1, 1, 1)) == b'\x37\x00\x00\x01'
+    assert packs(datetime.date(1970, 1, 1)) == b'\x37' + (719163).to_bytes(3, 'big')
+    assert packs(datetime.date.max) == b'\x37\x37\xb9\xdb'
+    assert packs(Desc(datetime.date(1, 1, 1))) == b'\x40\xc8\xff\xff\xfe\xff'
+    assert packs(('a', datetime.date(1, 1, 1), 1)) == packs('a') + b'\x37\x00\x00\x01' + packs(1)
+
+
+@given(strategies.dates, strategies.dates)
+@example(datetime.date.fromordinal(255), datetime.date.fromordinal(256))
+@example(datetime.date.fromordinal(65535), datetime.date.fromordinal(65536))
+@example(datetime.date.min, datetime.date.max)
+def test_dates_sort_as_dates_and_round_trip(a, b):
+    pa, pb = packs(a), packs(b)
+    assert _sign((pa > pb) - (pa < pb)) == _sign((a > b) - (a < b))
+    da, db = packs(Desc(a)), packs(Desc(b))
+    assert _sign((da > db) - (da < db)) == _sign((b > a) - (b < a))
+    for value in (a, Desc(a), (a, b), (Desc(b), a, 'x')):
+        back = unpacks(packs(value))
+        assert keyorder.same_key(back, value if isinstance(value, tuple) else (value,))
+    (back,) = unpacks(packs(a))
+    assert type(back) is datetime.date and back == a
+
+
+def test_dates_are_their_own_kind_between_str_and_datetime():
+    day = datetime.date(2024, 1, 1)
+    midnight = datetime.datetime(2024, 1, 1)
+    assert packs('\U0010ffff' * 3) < packs(datetime.date.min)
+    assert packs(datetime.date.max) < packs(datetime.datetime.min)
+    assert packs(day) != packs(midnight)
+    assert unpacks(packs((day, midnight))) == (day, midnight)
+    assert type(unpacks(packs(midnight))[0]) is datetime.datetime
+
+
+@pytest.mark.parametrize('ordinal', [0, datetime.date.max.toordinal() + 1, 0xFFFFFF])
+def test_date_ordinal_out_of_range_raises(ordinal):
+    payload = ordinal.to_bytes(3, 'big')
+    for data in (b'\x37' + payload, packs('a') + b'\x37' + payload + packs(1),
+                 b'\x40' + (b'\x37' + payload).translate(bytes(range(255, -1, -1))) + b'\xff'):
+        with pytest.raises(errors.CorruptKeyError, match='date out of range'):
+            unpacks(data)
+        with pytest.raises(errors.CorruptKeyError, match='date out of range'):
+            unpacks_list(data)
+
+
+@pytest.mark.parametrize('value', [datetime.date.min, datetime.date(2024, 2, 29),
+                                   datetime.date.max])
+def test_every_truncation_of_a_date_raises(value):
+    element = packs(value)
+    for before, after in ((b'', b''), (packs('a'), b''), (b'', packs('a'))):
+        data = before + element + after
+        for cut in range(len(before) + 1, len(before) + len(element)):
+            with pytest.raises(errors.CorruptKeyError, match='truncated'):
+                unpacks(data[:cut])
+    desc = packs(Desc(value))
+    for cut in range(1, len(desc)):
+        with pytest.raises(errors.CorruptKeyError):
+            unpacks(desc[:cut])
+
+
 def test_lone_surrogates_round_trip():
     for text in ['\ud800', 'a\udfffb', '\ud83d\ude00', '\udc80' * 3]:
         assert unpacks(packs(text)) == (text,)
@@ -189,7 +250,9 @@ def test_numbers_interleave_and_tie_rule():
 
 def test_cross_kind_order_table():
     ordered = [None, -math.inf, 0, math.nan, b'', b'\xff', '', '\U0010ffff',
-               datetime.datetime(1, 1, 1), uuid.UUID(int=0), Desc('z'), Desc(None)]
+               datetime.date.min, datetime.date.max, datetime.datetime(1, 1, 1),
+               uuid.UUID(int=0), Desc(datetime.date.max), Desc(datetime.date.min),
+               Desc('z'), Desc(None)]
     packed = [packs(x) for x in ordered]
     assert packed == sorted(packed)
 
@@ -365,7 +428,7 @@ def test_strings_cost_at_most_15_percent_over_utf8(text):
 # --- bad input -----------------------------------------------------------------------
 
 @pytest.mark.parametrize('bad', [
-    [1], {'a': 1}, {1}, (1, 2), datetime.date(2020, 1, 1), datetime.time(1),
+    [1], {'a': 1}, {1}, (1, 2), datetime.time(1),
     decimal.Decimal('1.5'), object(), bytearray(b'x'), 1j, datetime.timedelta(1),
 ])
 def test_unsupported_types_raise_type_error_naming_type(bad):
@@ -380,7 +443,7 @@ def test_unsupported_type_message_lists_the_supported_types():
         packs(object())
     assert str(info.value).endswith(
         "supported types: None, bool, int, float, bytes, str, uuid.UUID, "
-        "datetime.datetime, centidb.keylib.Desc")
+        "datetime.date, datetime.datetime, centidb.keylib.Desc")
 
 
 def test_available_implementations_lists_the_built_twin():
@@ -479,6 +542,10 @@ def test_every_truncation_of_every_vector_raises_or_is_canonical():
 @example(b'\x24\x01\x08' + b'\x01' * 8)
 @example(b'\x24\xff')
 @example(b'\x38' + b'\xff' * 9)
+@example(b'\x37\x00\x00\x00')
+@example(b'\x37\xff\xff\xff')
+@example(b'\x37\x37\xb9\xdc')
+@example(b'\x40\xc8\xff\xff\xff\xff')
 def test_random_bytes_raise_or_are_canonical(data):
     assert_decodes_canonically_or_raises(data)
 
@@ -495,7 +562,9 @@ def test_specific_corruptions_raise():
     for data in [b'\x1c', b'\x1d\x01', b'\x1c\x00', b'\x19\xff', b'\x31\x80',
                  b'\x1c\x02\x80', b'\x1b\x81\x80', b'\x1c\x01\x81', b'\x1b\x82\x80',
                  b'\x40\x40\xff', b'\x40\xfa', b'\x39\x00', b'\x38\x80', b'\x7f',
-                 b'\x24\x01\x08' + b'\x01' * 8, b'\x31\xfe\xbf']:
+                 b'\x24\x01\x08' + b'\x01' * 8, b'\x31\xfe\xbf',
+                 b'\x37', b'\x37\x00', b'\x37\x00\x00', b'\x37\x00\x00\x00',
+                 b'\x37\x37\xb9\xdc', b'\x40\xc8\xff\xff\xfe', b'\x40\xc8\xff\xff\xff\xff']:
         with pytest.raises(errors.CorruptKeyError):
             unpacks(data)
 

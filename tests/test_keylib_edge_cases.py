@@ -82,7 +82,8 @@ def test_parity_long_strings_cross_stack_buffer(prefix):
 def test_parity_many_element_keys():
     rnd = random.Random(3)
     pool = [None, True, False, 0, -1, 255, -257, 2 ** 64, 0.1, -0.0, float('nan'),
-            'x', b'y', uuid.UUID(int=5), datetime.datetime(2000, 1, 1)]
+            'x', b'y', uuid.UUID(int=5), datetime.datetime(2000, 1, 1),
+            datetime.date(2000, 1, 1), datetime.date.max]
     for size in (100, 255, 256, 257, 2000):
         key = tuple(rnd.choice(pool) for _ in range(size))
         key = tuple(Desc(x) if rnd.random() < 0.3 else x for x in key)
@@ -100,8 +101,10 @@ _FUZZ = textwrap.dedent('''
         ('abc', 1, -1.5, Desc(0.1), Desc('xy'), b'\\xff' * 9, 2 ** 70, -2 ** 70),
         (None, True, -5e-324, Desc(5e-324), Desc(-2 ** 64 - 1), float('nan')),
         (keylib.unpacks(bytes.fromhex('38800660c819a170000184'
-                                      '9c2c0600'))[0], Desc(-0.0), 'x' * 300)]]
-    special = [0x00, 0x01, 0x11, 0x19, 0x1a, 0x1b, 0x1c, 0x24, 0x30, 0x31, 0x38,
+                                      '9c2c0600'))[0], Desc(-0.0), 'x' * 300),
+        (keylib.unpacks(bytes.fromhex('3737b9db'))[0], 'd',
+         Desc(keylib.unpacks(bytes.fromhex('37000001'))[0]), 7)]]
+    special = [0x00, 0x01, 0x11, 0x19, 0x1a, 0x1b, 0x1c, 0x24, 0x30, 0x31, 0x37, 0x38,
                0x40, 0x7f, 0x80, 0x81, 0x82, 0xbf, 0xc0, 0xfe, 0xff]
     for _ in range(int(sys.argv[2])):
         d = bytearray(rnd.choice(seeds))
@@ -163,6 +166,24 @@ def test_prefix_range_of_desc_with_ff_heavy_inverted_encoding(last, collection, 
             continue
         data = keylib.packs(key, collection)
         assert not (lo <= data and (hi is None or data < hi)), key
+
+
+@needs_twin
+@pytest.mark.parametrize('value', [datetime.date.min, datetime.date(2024, 2, 29),
+                                   datetime.date.max])
+def test_parity_on_every_byte_value_at_every_position_of_a_date(value):
+    # Ordinals out of range (0, above date.max), truncations and bytes that
+    # change the tag: both twins give the same key or the same error.
+    for key in ((value,), (Desc(value),), ('a', value, 1)):
+        data = PURE.packs(key)
+        assert FAST.packs(key) == data
+        for cut in range(len(data)):
+            assert outcome(PURE.unpacks_list, data[:cut]) == outcome(FAST.unpacks_list, data[:cut])
+        for i in range(len(data)):
+            for b in range(256):
+                mutated = data[:i] + bytes([b]) + data[i + 1:]
+                assert (outcome(PURE.unpacks_list, mutated)
+                        == outcome(FAST.unpacks_list, mutated)), mutated.hex()
 
 
 def test_datetime_extremes_with_sub_minute_offsets_round_trip():

@@ -6,6 +6,7 @@ Regression tests: both implementations once encoded a subclass through
 on a hook returning ``self`` or read past a short ``UUID.bytes``.
 """
 
+import datetime
 import enum
 import os
 import subprocess
@@ -107,11 +108,30 @@ def test_uuid_subclass_with_bad_bytes_gives_same_outcome_in_both_impls():
 
 @pytest.mark.parametrize('name', sorted(IMPLS))
 def test_datetime_subclass_with_offset_beyond_a_day_is_rejected(name):
-    import datetime
-
     class Odd(datetime.datetime):
         def utcoffset(self):
             return datetime.timedelta(days=2)
 
     with pytest.raises(errors.KeyEncodingError):
         IMPLS[name].packs(Odd(2020, 1, 1))
+
+
+class Day(datetime.date):
+    """A date subclass whose own hooks would change the value if they were used."""
+
+    def toordinal(self):
+        return 1
+
+    @property
+    def year(self):
+        return 1
+
+
+@pytest.mark.parametrize('name', sorted(IMPLS))
+def test_date_subclass_encodes_as_its_date_value(name):
+    impl = IMPLS[name]
+    day = Day(2024, 2, 29)
+    assert impl.packs(day) == impl.packs(datetime.date(2024, 2, 29))
+    assert impl.packs(keylib.Desc(day)) == impl.packs(keylib.Desc(datetime.date(2024, 2, 29)))
+    (back,) = impl.unpacks(impl.packs(day))
+    assert type(back) is datetime.date and back == datetime.date(2024, 2, 29)
