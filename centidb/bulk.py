@@ -44,6 +44,8 @@ class BulkWrites:
 
         def _rebuild(self) -> None: ...
 
+        def _use_packer(self, txn: Transaction, packer: Encoder) -> None: ...
+
         def _bounds(self, lo: object, hi: object, prefix: object, startswith: object,
                     include: bool) -> tuple[bytes, bytes | None]: ...
 
@@ -189,6 +191,7 @@ class BulkWrites:
         found, made, last = self._view.batch(etxn, lo_bytes, hi_bytes, max_recs, max_bytes,
                                              packer_id, packer)
         if made:
+            self._use_packer(txn, packer)
             # Written every time: an earlier batch() may have been rolled back.
             self._info = dict(self._info, batched=True)
             self._catalog.save_collection_info(txn, self.name, self._info)

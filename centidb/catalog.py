@@ -23,7 +23,7 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Tuple, TypeVar
 
-from centidb import encodings, keylib
+from centidb import checksums, encodings, keylib
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction
 from centidb.errors import (
@@ -33,14 +33,18 @@ from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Catalog', 'EncoderRegistry', 'check', 'CollectionInfo', 'MetaProblem', 'FORMAT_NAME',
-           'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS']
+           'FORMAT_VERSION', 'MAX_ENCODER_ID', 'KEY_KINDS', 'CHECKSUM']
 
 _T = TypeVar('_T')
 
 #: A collection's metadata ``dict``, as stored (JSON): ``'id'`` (its prefix
 #: id, an ``int``), ``'encoder'``, ``'packer'`` and ``'counter'`` (names),
 #: ``'key'`` (its key kind, one of :data:`KEY_KINDS`; absent in stores from
-#: before kinds were recorded) and ``'batched'`` (true once it held a batch).
+#: before kinds were recorded), ``'batched'`` (true once it held a batch),
+#: ``'checksum'`` (``'crc32'`` if its stored values carry a CRC-32 trailer;
+#: absent: none) and ``'packers'`` (names of the packers its records may use
+#: besides its own and the built-in ones; absent in stores from before packers
+#: were recorded).
 CollectionInfo = Dict[str, Any]
 
 #: A problem :func:`check` found: ``(collection name or None, key or None,
@@ -99,6 +103,13 @@ def _collection_info(stored: bytes, name: str) -> CollectionInfo:
     if info.get('key', 'auto') not in KEY_KINDS:
         raise StoreFormatError(f'the metadata of {what} names an unknown key kind '
                                f'{info["key"]!r}')
+    if info.get('checksum', CHECKSUM) != CHECKSUM:
+        raise StoreFormatError(f'the metadata of {what} names an unknown checksum '
+                               f'{info["checksum"]!r:.80}')
+    packers = info.get('packers', [])
+    if type(packers) is not list or any(type(name) is not str for name in packers):
+        raise StoreFormatError(f'the metadata of {what} has no valid \'packers\' '
+                               f'(a list of names): {packers!r:.80}')
     return info
 
 
@@ -128,6 +139,9 @@ def _bump(etxn: EngineTransaction, key: bytes, n: int, init: int, what: str) -> 
         etxn.put(key, keylib.packs(value + n))
     return value
 
+
+#: The ``checksum`` a collection's metadata may name (see :mod:`centidb.checksums`).
+CHECKSUM = checksums.NAME
 
 #: The key kinds a collection records: how its records get their keys.
 KEY_KINDS = ('key_func', 'txn_key_func', 'auto')
@@ -240,6 +254,13 @@ class EncoderRegistry:
             f'collection {coll_name!r} uses {encoder_name!r}, which is not '
             f'registered in this session; call store.add_encoder() with '
             f'it, or pass it to collection()')
+
+    def encoder_name(self, encoder_id: int) -> str | None:
+        """The name the store numbered `encoder_id`, or None if it numbered none.
+
+        :param encoder_id: a persistent id, such as a record header's packer id.
+        """
+        return self._encoder_names.get(encoder_id)
 
     def packer(self, packer_id: int, coll_name: str) -> Encoder:
         """The registered packer with persistent id `packer_id`.
@@ -398,8 +419,8 @@ class Catalog(EncoderRegistry):
         return infos
 
     def create_collection(self, txn: Transaction, name: str, encoder: Encoder, packer: Encoder,
-                          counter_name: str | None,
-                          key_kind: str) -> tuple[CollectionInfo, bool]:
+                          counter_name: str | None, key_kind: str,
+                          checksum: bool = False) -> tuple[CollectionInfo, bool]:
         """Store a new collection's metadata, unless it is already stored.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
@@ -409,6 +430,7 @@ class Catalog(EncoderRegistry):
         :param counter_name: the counter numbering its keys, or None for
             ``'<name>:key'``.
         :param key_kind: one of :data:`KEY_KINDS`.
+        :param checksum: give its stored values a CRC-32 trailer.
         :returns: ``(metadata dict, True if created now)``.
         """
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
@@ -421,7 +443,10 @@ class Catalog(EncoderRegistry):
             'packer': packer.name,
             'counter': counter_name or f'{name}:key',
             'key': key_kind,
+            'packers': [],
         }
+        if checksum:
+            info['checksum'] = CHECKSUM
         etxn.put(_meta_key('collection', name), _dump(info))
         self._changed(txn)
         return info, True

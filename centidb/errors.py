@@ -255,3 +255,12 @@ class DumpTypeError(CentiError, TypeError):
     :doc:`dumpformat`); records of a pickle-encoded collection may hold
     others.
     """
+
+
+class ChecksumError(CorruptRecordError):
+    """A stored value's checksum does not match its bytes: the record is damaged.
+
+    Raised on a read of a record (or batch) in a collection that keeps
+    checksums, instead of returning whatever the damaged bytes decode to.
+    The message names the collection and the record's key.
+    """

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
+from zlib import crc32
 
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
@@ -203,6 +204,8 @@ class RecordWriter:
         encoder's ``decode``: with them the compiled twin decodes an old
         version inline (the pure version uses only `old_entries`).
     :param decode_plain: see `plain_id`.
+    :param checksum: True if the collection keeps checksums: each stored
+        value gets its CRC-32 trailer (see :mod:`centidb.checksums`).
     """
 
     def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction],
@@ -213,7 +216,8 @@ class RecordWriter:
                  old_entries: Callable[[bytes, bytes], list[bytes]],
                  too_long: Callable[[Key, bytes, list[bytes]], object], record_class: type,
                  counted: bool = False, plain_id: int = -1,
-                 decode_plain: Callable[[bytes], Any] | None = None) -> None:
+                 decode_plain: Callable[[bytes], Any] | None = None,
+                 checksum: bool = False) -> None:
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -232,6 +236,7 @@ class RecordWriter:
         self.counted = counted
         self.plain_id = plain_id
         self.decode_plain = decode_plain
+        self.checksum = checksum
 
     def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
         """Store `data` in the store transaction `txn`; return its Record.
@@ -270,6 +275,8 @@ class RecordWriter:
         else:
             encoded = self.encode(data)
         value = self.header + (encoded if self.compress is None else self.compress(encoded))
+        if self.checksum:
+            value += crc32(value).to_bytes(4, 'little')
         key = as_key(key)
         key_bytes = keylib.packs(key, self.prefix)
         if self.specs:
@@ -359,6 +366,7 @@ class RecordWriter:
             if type(data) is Record or type(data) is record_class:
                 return None
         encode, compress, header = self.encode, self.compress, self.header
+        checksum = self.checksum
         key_func, prefix, specs, limit = self.key_func, self.prefix, self.specs, self.limit
         packs = keylib.packs
         start = len(prefix)
@@ -378,6 +386,8 @@ class RecordWriter:
                 key = (next_id,)
                 next_id += 1
             value = header + (encoded if compress is None else compress(encoded))
+            if checksum:
+                value += crc32(value).to_bytes(4, 'little')
             key_bytes = packs(key, prefix)
             entry_tail = ENTRY_SEP + key_bytes[start:]
             entries = index_entries(specs, data, entry_tail)
@@ -488,6 +498,9 @@ class RecordReader:
         :class:`Record` a later ``put()`` updates without a second decode.
     :param specs: see `coll`.
     :param indexes: see `coll`.
+    :param checksum: True if the collection keeps checksums (`decode`
+        checks them; the compiled twin checks them inline for plain
+        records).
     """
 
     def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
@@ -500,7 +513,8 @@ class RecordReader:
                  corrupt_key: Callable[[bytes, CorruptKeyError], Exception],
                  batch_items: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[Item]],
                  batch_flag: int, end: bytes | None, coll: Any = None,
-                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = ()) -> None:
+                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = (),
+                 checksum: bool = False) -> None:
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -520,6 +534,7 @@ class RecordReader:
         self.coll = coll
         self.specs = specs
         self.indexes = indexes
+        self.checksum = checksum
 
     def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         if self.batched:
