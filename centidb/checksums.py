@@ -54,7 +54,10 @@ def opened(stored: bytes) -> bytes:
 
     :param stored: a sealed stored value.
     :raises Mismatch: if the trailer does not match.
+    :raises ValueError: if nothing precedes an intact trailer.
     """
-    if len(stored) <= SIZE or crc32(stored) != RESIDUE:
+    if len(stored) < SIZE or crc32(stored) != RESIDUE:
         raise Mismatch(f'its CRC-32 does not match its {len(stored)} stored bytes')
+    if len(stored) == SIZE:
+        raise ValueError('the stored value is empty')
     return stored[:-SIZE]

@@ -312,7 +312,8 @@ class RecordWrites:
         encoded = self.encoder.encode(data)
         if packer is None:
             packer, header = self.packer, self.header
-        value = self.seal(header + packer.encode(encoded))  # type: ignore[operator]  # given with packer
+        # header is given with packer.
+        value = self.seal(header + packer.encode(encoded))  # type: ignore[operator]
         indexed = data if self.encoder.exact else self._decode_plain(encoded)
         heads = None
         keys = self.keys

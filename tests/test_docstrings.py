@@ -24,7 +24,7 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, cli, cli_commands, cli_common, cli_dump, collection, dumpformat,
+    admin, batches, bulk, catalog, checksums, cli, cli_commands, cli_common, cli_dump, collection, dumpformat,
     encodings, engines, errors, fastpath, impl, index, keyformat, access, fields, hooks, keylib, limits, mapping, model, modelindex, query, records, savepoint,
     store, txn, verify, writing,
 )
@@ -38,7 +38,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            bulk, mapping,
            index, query, access, writing,
            savepoint, limits, records, fastpath, txn,
-           impl,
+           impl, checksums,
            engines, *ENGINE_MODULES, encodings, dumpformat, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.

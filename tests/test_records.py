@@ -240,7 +240,8 @@ def test_record_writer_declines_the_uncommon_cases():
 
 
 WRITER_ARGS = ('coll', 'txns', 'txn_class', 'usable', 'prefix', 'encode', 'compress', 'header',
-               'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long', 'record_class')
+               'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long', 'record_class',
+               'counted', 'plain_id', 'decode_plain', 'checksum')
 
 
 def _writer_like(twins, writer, **changes):
