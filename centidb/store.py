@@ -119,8 +119,9 @@ class Store(CollectionAdmin, StoreHooks):
         self.default_encoder: Encoder = self._catalog.encoder(
             'msgpack')  # type: ignore[assignment]  # built in, so always registered
         #: Whether a new collection keeps checksums when ``collection()``
-        #: is not told (see its `checksum`).
-        self.checksums = True
+        #: is not told (see its `checksum`). Off by default: checking costs
+        #: each read and write a CRC-32 of the value (see ``docs/perf.rst``).
+        self.checksums = False
 
     def __repr__(self) -> str:
         return f"<Store on {self.engine!r}{' closed' if self._txns.closed else ''}>"

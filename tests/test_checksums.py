@@ -40,7 +40,7 @@ def meta_key(name):
 def test_stored_bytes_match_the_format_page():
     """docs/format.rst's example, byte for byte: header, msgpack, CRC-32 little-endian."""
     store = list_store()
-    docs = store.collection('docs')
+    docs = store.collection('docs', checksum=True)
     docs.put('Example 42', key=1)
     stored = store.engine.get(keylib.packs(1, docs.prefix))
     golden = bytes.fromhex('04 aa 45 78 61 6d 70 6c 65 20 34 32 de 4b 61 be')
@@ -70,7 +70,7 @@ def _readers(coll, key):
 
 def test_every_bit_flip_raises_on_every_read_path():
     store = list_store()
-    docs = store.collection('docs', key_func=lambda r: r['id'])
+    docs = store.collection('docs', key_func=lambda r: r['id'], checksum=True)
     docs.add_index('name', lambda r: r['name'])
     docs.put({'id': 41, 'name': 'Example 41'})
     docs.put({'id': 42, 'name': 'Example 42'})
@@ -93,7 +93,7 @@ def test_every_bit_flip_raises_on_every_read_path():
 
 def test_a_damaged_batch_names_its_keys_and_intact_ones_read_right():
     store = list_store()
-    coll = store.collection('c', key_func=lambda r: r['k'])
+    coll = store.collection('c', key_func=lambda r: r['k'], checksum=True)
     coll.add_index('name', lambda r: r['name'])
     for k in range(10):
         coll.put({'k': k, 'name': f'n{k}'})
@@ -145,9 +145,12 @@ def test_a_collection_without_checksums_keeps_the_old_format():
     assert plain.checksum is False and plain.get(1) == 'Example 42'
     with pytest.raises(ValueError, match='without checksums'):
         store.collection('plain', checksum=True)
-    store.checksums = False
-    assert store.collection('other').checksum is False
-    assert store.collection('on', checksum=True).checksum is True
+    assert store.checksums is False and store.collection('default').checksum is False
+    store.checksums = True      # the recommended setup: new collections keep checksums
+    assert store.collection('on').checksum is True
+    assert store.collection('off', checksum=False).checksum is False
+    with pytest.raises(ValueError, match='with checksums'):
+        store.collection('on', checksum=False)
 
 
 def test_a_store_from_before_checksums_and_packer_lists_keeps_working(tmp_path):

@@ -779,7 +779,7 @@ def test_put_over_an_undecodable_record_names_its_key():
     coll = store.collection('c', key_func=lambda rec: rec['k'])
     coll.add_index('tag', lambda rec: rec['tag'])
     coll.put({'k': 1, 'tag': 'a'})
-    store.engine.put(keylib.packs((1,), coll.prefix), checksums.seal(b'\x04\xc1'))
+    store.engine.put(keylib.packs((1,), coll.prefix), b'\x04\xc1')
     message = r"^collection 'c': the record under key \(1,\) cannot be decoded"
     fails_cleanly(store, CorruptRecordError, lambda: coll.put({'k': 1, 'tag': 'b'}),
                   match=message)
