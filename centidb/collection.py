@@ -261,18 +261,29 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
                                    f'this collection')
         return self._catalog.packer(packer_id, self._name)
 
-    def _use_packer(self, txn: Transaction, packer: Encoder) -> None:
-        """Record in the collection's metadata, in `txn`, that its records may use `packer`.
+    def _new_packer(self, packer: Encoder) -> bool:
+        """True if `packer` must be recorded (:meth:`_use_packer`) once records use it.
+
+        Called before anything is written.
 
         :raises ValueError: for a collection from before packers were
             recorded that may not use it (see :meth:`_packer_allowed`).
         """
-        name = packer.name
-        if self._packer_allowed(name):
-            return
+        if self._packer_allowed(packer.name):
+            return False
         if 'packers' not in self._info:
             raise ValueError(f'collection {self._name!r} was created before collections '
-                             f'recorded their packers; it cannot take {name!r} as a packer')
+                             f'recorded their packers; it cannot take {packer.name!r} '
+                             f'as a packer')
+        return True
+
+    def _use_packer(self, txn: Transaction, packer: Encoder) -> None:
+        """Record in the collection's metadata, in `txn`, that its records may use `packer`.
+
+        :param txn: the write transaction that wrote records with it.
+        :param packer: a packer :meth:`_new_packer` accepted.
+        """
+        name = packer.name
         old = self._info
         self._info = dict(old, packers=sorted(set(old['packers']) | {name}))
         self._catalog.save_collection_info(txn, self._name, self._info)
@@ -353,8 +364,10 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         if packer is None:
             return self._records.put(txn, etxn, rec, key, blind)
         header = bytes([self._catalog.encoder_id(packer)])
+        new = self._new_packer(packer)
         record = self._records.put(txn, etxn, rec, key, blind, packer, header)
-        self._use_packer(txn, packer)
+        if new:
+            self._use_packer(txn, packer)
         return record
 
     def delete(self, key: object, txn: Transaction | None = None) -> Record | None:

@@ -275,3 +275,26 @@ def test_a_packer_given_to_put_or_batch_is_recorded_for_the_collection():
     reopened = centidb.Store(store.engine)
     reopened.add_encoder(reverse)
     assert reopened.collection('a').get(1) == {'k': 1}
+
+
+def test_a_collection_from_before_packer_lists_refuses_an_encoder_as_packer_writing_nothing():
+    store = list_store()
+    old = store.collection('old', checksum=False)
+    old.put('kept', key=1)
+    info = json.loads(store.engine.get(meta_key('old')))
+    del info['packers']
+    store.engine.put(meta_key('old'), json.dumps(info).encode())
+    store = centidb.Store(store.engine)
+    store.add_encoder(encodings.PICKLE_ENCODER)
+    old = store.collection('old')
+    before = list(store.engine.items())
+    with store.begin(write=True) as txn:
+        for call in (lambda: old.put('x', key=2, packer=encodings.PICKLE_ENCODER, txn=txn),
+                     lambda: old.batch(packer=encodings.PICKLE_ENCODER, txn=txn)):
+            with pytest.raises(ValueError, match="'old' was created before .*'pickle'"):
+                call()
+        old.put('y', key=3, txn=txn)
+    after = dict(store.engine.items())
+    assert keylib.packs(2, old.prefix) not in after
+    assert after[meta_key('old')] == dict(before)[meta_key('old')]
+    assert (old.get(1), old.get(2), old.get(3)) == ('kept', None, 'y')
