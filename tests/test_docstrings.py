@@ -24,7 +24,8 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, checksums, cli, cli_commands, cli_common, cli_dump, collection, dumpformat,
+    admin, batches, bulk, catalog, checksums, cli, cli_commands, cli_common, cli_dump, collection,
+    dumpformat,
     encodings, engines, errors, fastpath, impl, index, keyformat, access, fields, hooks, keylib, limits, mapping, model, modelindex, query, records, savepoint,
     store, txn, verify, writing,
 )
