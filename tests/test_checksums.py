@@ -64,6 +64,7 @@ def _readers(coll, key):
         'index values': lambda: list(index.values()),
         'index items': lambda: list(index.items()),
         'put over it': lambda: coll.put({'id': 42, 'name': 'new'}),
+        'put_many over it': lambda: coll.put_many([{'id': 42, 'name': 'new'}]),
         'delete': lambda: coll.delete(key),
     }
 
