@@ -32,6 +32,34 @@ cdef inline object encode_value(encode, data):
     return encode(data)
 
 
+# crc32(value + trailer) of every intact sealed value (mirrors centidb.checksums.RESIDUE).
+cdef unsigned long _CRC_RESIDUE = 0x2144DF1C
+
+
+cdef bytes sealed(bytes header, unsigned long header_crc, object data):
+    """header + data + the CRC-32 trailer of both, in one allocation (mirrors
+    centidb.checksums.seal); `header_crc` is crc32(header)."""
+    cdef bytes body = data if type(data) is bytes else bytes(data)
+    cdef unsigned long crc = PyLong_AsUnsignedLong(_crc32(body, header_crc))
+    cdef Py_ssize_t h = PyBytes_GET_SIZE(header), n = PyBytes_GET_SIZE(body)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, h + n + 4)
+    cdef unsigned char *p = <unsigned char *>PyBytes_AS_STRING(out)
+    memcpy(p, PyBytes_AS_STRING(header), h)
+    memcpy(p + h, PyBytes_AS_STRING(body), n)
+    p += h + n
+    p[0] = crc & 0xFF
+    p[1] = (crc >> 8) & 0xFF
+    p[2] = (crc >> 16) & 0xFF
+    p[3] = (crc >> 24) & 0xFF
+    return out
+
+
+cdef inline bint intact(bytes stored):
+    """Mirrors centidb.checksums.intact."""
+    return (PyBytes_GET_SIZE(stored) > 4
+            and PyLong_AsUnsignedLong(_crc32(stored)) == _CRC_RESIDUE)
+
+
 cdef inline tuple untracked(tuple items):
     """`items`, which holds only bytes and such tuples, left out of the garbage
     collector's lists: a long list of them costs no collection time (CPython
@@ -107,10 +135,12 @@ cdef class RecordWriter:
     cdef readonly tuple specs, indexes
     cdef readonly int plain_id
     cdef readonly object decode_plain
+    cdef readonly bint checksum
+    cdef unsigned long header_crc
 
     def __init__(self, coll, txns, txn_class, usable, prefix, encode, compress, header,
                  key_func, specs, indexes, limit, old_entries, too_long, record_class,
-                 counted=False, plain_id=-1, decode_plain=None):
+                 counted=False, plain_id=-1, decode_plain=None, checksum=False):
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -129,14 +159,19 @@ cdef class RecordWriter:
         self.counted = counted
         self.plain_id = plain_id
         self.decode_plain = decode_plain
+        self.checksum = checksum
+        self.header_crc = PyLong_AsUnsignedLong(_crc32(header))
 
     cdef object stored_entries(self, old, bytes entry_tail):
         # old_entries(old, entry_tail), decoding a plain msgpack record inline.
-        if (type(old) is bytes and PyBytes_GET_SIZE(old)
+        cdef Py_ssize_t trailer = 4 if self.checksum else 0
+        if (type(old) is bytes and PyBytes_GET_SIZE(old) > trailer
                 and <unsigned char>PyBytes_AS_STRING(old)[0] == self.plain_id
-                and type(self.decode_plain) is MsgpackDecode):
+                and type(self.decode_plain) is MsgpackDecode
+                and (not trailer or intact(<bytes>old))):
             try:
-                data = (<MsgpackDecode>self.decode_plain).run(old[1:])
+                data = (<MsgpackDecode>self.decode_plain).run(PyBytes_FromStringAndSize(
+                    PyBytes_AS_STRING(old) + 1, PyBytes_GET_SIZE(old) - 1 - trailer))
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
             return entries_of(self.specs, data, entry_tail)
@@ -177,7 +212,12 @@ cdef class RecordWriter:
             key = self.key_func(data)
         else:
             encoded = encode_value(self.encode, data)
-        value = self.header + (encoded if self.compress is None else self.compress(encoded))
+        if self.compress is not None:
+            encoded = self.compress(encoded)
+        if self.checksum:
+            value = sealed(self.header, self.header_crc, encoded)
+        else:
+            value = self.header + encoded
         key = as_key(key)
         key_bytes = pack_entry(key, self.prefix, b'')
         if self.specs:
@@ -250,7 +290,8 @@ cdef class RecordWriter:
         cdef list entries, writes = [], keys = [], counts = [], stale = []
         cdef set distinct = set()
         cdef tuple key
-        cdef bint too_long
+        cdef bint too_long, checksum = self.checksum
+        cdef unsigned long header_crc = self.header_crc
         if not self.usable or (not counting and self.key_func is None):
             return None
         record_class = self.record_class
@@ -269,7 +310,12 @@ cdef class RecordWriter:
                 next_id += 1
             else:
                 key = as_key(key_func(data))
-            value = header + (encoded if compress is None else compress(encoded))
+            if compress is not None:
+                encoded = compress(encoded)
+            if checksum:
+                value = sealed(header, header_crc, encoded)
+            else:
+                value = header + encoded
             key_bytes = pack_entry(key, prefix, b'')
             entry_tail = _ENTRY_SEP + key_bytes[start:]
             entries = entries_of(self.specs, data, entry_tail)
@@ -373,11 +419,12 @@ cdef class RecordReader:
     cdef readonly tuple specs, indexes
     cdef readonly bytes prefix
     cdef readonly int plain_id, batch_flag
-    cdef readonly bint batched
+    cdef readonly bint batched, checksum
 
     def __init__(self, txns, txn_class, prefix, plain_id, decode_plain, decode, limit,
                  batched, batch_get, missing, corrupt_entry, corrupt_record, corrupt_key,
-                 batch_items, batch_flag, end, coll=None, specs=(), indexes=()):
+                 batch_items, batch_flag, end, coll=None, specs=(), indexes=(),
+                 checksum=False):
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -397,6 +444,7 @@ cdef class RecordReader:
         self.coll = coll
         self.specs = specs
         self.indexes = indexes
+        self.checksum = checksum
 
     cdef object stored(self, etxn, bytes key_bytes):
         if self.batched:
@@ -408,17 +456,20 @@ cdef class RecordReader:
         return fast_get(key_bytes)
 
     cdef object decode_stored(self, key_bytes, stored):
+        # With checksums, a damaged value goes to decode(), which raises the error.
+        cdef Py_ssize_t trailer = 4 if self.checksum else 0
         try:
             if type(stored) is bytes:
-                if (PyBytes_GET_SIZE(stored)
-                        and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id):
+                if (PyBytes_GET_SIZE(stored) > trailer
+                        and <unsigned char>PyBytes_AS_STRING(stored)[0] == self.plain_id
+                        and (not trailer or intact(<bytes>stored))):
                     # The tail, copied without a slice object.
                     tail = PyBytes_FromStringAndSize(PyBytes_AS_STRING(stored) + 1,
-                                                     PyBytes_GET_SIZE(stored) - 1)
+                                                     PyBytes_GET_SIZE(stored) - 1 - trailer)
                     if type(self.decode_plain) is MsgpackDecode:
                         return (<MsgpackDecode>self.decode_plain).run(tail)
                     return self.decode_plain(tail)
-            elif stored[0] == self.plain_id:
+            elif not trailer and stored[0] == self.plain_id:
                 return self.decode_plain(stored[1:])
             return self.decode(stored)
         except CentiError:

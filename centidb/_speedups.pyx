@@ -31,6 +31,7 @@ with ``centidb.keyformat``.
 import datetime as _dt
 import threading as _threading
 import uuid as _uuid
+from zlib import crc32 as _crc32
 
 cimport cython
 
@@ -38,7 +39,10 @@ from centidb.errors import CentiError, CorruptKeyError, KeyEncodingError, Unsupp
 from centidb.keyformat import Desc
 
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_FromLongLong, PyLong_FromUnsignedLongLong
+from cpython.long cimport (
+    PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLong, PyLong_FromLongLong,
+    PyLong_FromUnsignedLongLong,
+)
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.pythread cimport PyThread_get_thread_ident

@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from centidb import fastpath, keylib, limits, records
-from centidb.batches import BATCH_FLAG, BatchView
+from centidb import checksums, fastpath, keylib, limits, records
+from centidb.batches import BATCH_FLAG, BatchView, PackerNotAllowed
 from centidb.encodings import Encoder, Packer
 from centidb.engines import EngineTransaction
 from centidb.engines.base import ItemIterator
-from centidb.errors import CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError
+from centidb.errors import (
+    CentiError, ChecksumError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
+)
 from centidb.keylib import Key
 from centidb.records import ENTRY_SEP, IndexSpec, Record
 from centidb.txn import Transaction, TxnManager
@@ -66,6 +68,9 @@ class Records(RecordWrites):
     :param report: record a :class:`~centidb.txn.Change` on the store
         transaction for each record written or deleted (:attr:`writer` is
         then a :class:`~centidb.writing.ReportingWriter`).
+    :param checksum: True if the collection keeps checksums: every stored
+        value ends with a CRC-32 trailer (see :mod:`centidb.checksums`),
+        written by every write and checked by every read.
     """
 
     def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction], name: str,
@@ -74,7 +79,7 @@ class Records(RecordWrites):
                  indexes: tuple[BoundIndex, ...], unbound: frozenset[str], view: BatchView,
                  batched: bool, limit: int | None,
                  before_write: tuple[Callable[[Key, Any], object], ...] = (),
-                 report: bool = False) -> None:
+                 report: bool = False, checksum: bool = False) -> None:
         self.coll = coll
         self.name = name
         self.prefix = prefix
@@ -95,6 +100,7 @@ class Records(RecordWrites):
         self.limit = limit
         self.before_write = before_write
         self.report = report
+        self.checksum = checksum
         self._decode_plain = encoder.decode
         compress = None if packer.name == 'plain' else packer.encode
         self.writer: Writer = records.RecordWriter(
@@ -103,7 +109,7 @@ class Records(RecordWrites):
             and not before_write,       # before-write hooks: the general paths
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
             limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record,
-            keys.kind == 'auto', plain_id, encoder.decode)
+            keys.kind == 'auto', plain_id, encoder.decode, checksum)
         self.writer = limits.limited_writer(self.writer, txns.engine, name, prefix)
         if report:
             self.writer = ReportingWriter(self.writer, name)
@@ -111,29 +117,45 @@ class Records(RecordWrites):
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
             corrupt_entry_error, self.corrupt_record_error, self.corrupt_key_error,
-            view.items, BATCH_FLAG, view.end, coll, self.specs, indexes)
+            view.items, BATCH_FLAG, view.end, coll, self.specs, indexes, checksum)
 
     # --- decoding --------------------------------------------------------------
 
     def decode(self, stored: bytes) -> Any:
         """The record value of a stored record.
 
-        :param stored: the stored value (header byte and packed bytes).
+        :param stored: the stored value (header byte, packed bytes and, in
+            a collection that keeps checksums, the trailer).
+        :raises ~centidb.checksums.Mismatch: for a damaged value of a
+            collection that keeps checksums (:meth:`decoded` names the
+            record).
         """
+        if self.checksum:
+            stored = checksums.opened(stored)
         try:
             header = stored[0]
         except IndexError:
             raise ValueError('the stored value is empty') from None
         if header == self.plain_id:      # the common case, without a call
             return self._decode_plain(stored[1:])
-        return self._decode_plain(self.encoded(stored))
+        return self._decode_plain(self.packer_of(header).decode(stored[1:]))
 
     def encoded(self, stored: bytes) -> bytes:
         """The encoder's bytes of a stored record (its packer undone).
 
-        :param stored: the stored value (header byte and packed bytes).
+        :param stored: the stored value (header byte, packed bytes and, in
+            a collection that keeps checksums, the trailer).
         """
+        if self.checksum:
+            stored = checksums.opened(stored)
         return self.packer_of(stored[0]).decode(stored[1:])
+
+    def seal(self, value: bytes) -> bytes:
+        """`value` as this collection stores it: with its trailer if it keeps checksums.
+
+        :param value: a header byte and packed bytes.
+        """
+        return checksums.seal(value) if self.checksum else value
 
     def decoded(self, key_bytes: bytes, stored: bytes, encoded: bool = False) -> Any:
         """:meth:`decode` (or :meth:`encoded`), naming the record if that fails.
@@ -162,6 +184,12 @@ class Records(RecordWrites):
             key = repr(keylib.unpacks(key_bytes, self.prefix))
         except CorruptKeyError:
             key = f'bytes {key_bytes!r}'
+        if isinstance(exc, checksums.Mismatch):
+            return ChecksumError(f'collection {self.name!r}: the record under key {key} '
+                                 f'is damaged: {exc}')
+        if isinstance(exc, PackerNotAllowed):
+            return CorruptRecordError(f'collection {self.name!r}: the record under key '
+                                      f'{key} cannot be read: {exc}')
         return CorruptRecordError(
             f'collection {self.name!r}: the record under key {key} cannot be '
             f'decoded ({type(exc).__name__}: {exc})')

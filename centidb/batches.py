@@ -27,14 +27,14 @@ from __future__ import annotations
 import struct
 from typing import Callable, Sequence, Tuple
 
-from centidb import keylib
+from centidb import checksums, keylib
 from centidb.encodings import Packer
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item, ItemIterator
-from centidb.errors import CentiError, CorruptRecordError
+from centidb.errors import CentiError, ChecksumError, CorruptKeyError, CorruptRecordError
 from centidb.keyformat import KEY_SEP
 
-__all__ = ['BATCH_FLAG', 'MAX_MEMBERS', 'MAX_KEY_BYTES', 'MAX_VALUE_BYTES',
+__all__ = ['BATCH_FLAG', 'MAX_MEMBERS', 'MAX_KEY_BYTES', 'MAX_VALUE_BYTES', 'PackerNotAllowed',
            'check_limits', 'is_batch', 'batch_key', 'batch_packer_id', 'encode_batch', 'decode_batch',
            'BatchView']
 
@@ -54,6 +54,15 @@ _SEP = bytes([KEY_SEP])
 # A batch member, or a record being batched: (packed key without the
 # collection prefix, encoded value).
 _Member = Tuple[bytes, bytes]
+
+
+class PackerNotAllowed(ValueError):
+    """A stored value's header names a packer its collection does not use.
+
+    Raised by a collection's packer lookup; the record layer turns it into a
+    :class:`~centidb.errors.CorruptRecordError` naming the collection and
+    key.
+    """
 
 
 def check_limits(max_recs: int | None, max_bytes: int | None) -> None:
@@ -182,16 +191,69 @@ class BatchView:
     :param packer_of: ``packer_of(packer id)`` returns the registered
         packer, or raises :class:`~centidb.errors.UnknownEncoderError`.
     :param max_key_size: the engine's longest key, or ``None``.
+    :param checksum: True if the collection keeps checksums: every stored
+        value, plain record or batch, ends with a CRC-32 trailer (see
+        :mod:`centidb.checksums`), and members come out sealed too.
     """
 
     def __init__(self, prefix: bytes, name: str, plain_header: bytes,
-                 packer_of: Callable[[int], Packer], max_key_size: int | None) -> None:
+                 packer_of: Callable[[int], Packer], max_key_size: int | None,
+                 checksum: bool = False) -> None:
         self.prefix = prefix
         self.name = name
         self.plain_header = plain_header
         self.packer_of = packer_of
         self.max_key_size = max_key_size
+        self.checksum = checksum
         self.end = keylib.next_prefix(prefix)
+
+    # --- checksums and packers -------------------------------------------------------
+
+    def _where(self, key_bytes: bytes | None) -> str:
+        if key_bytes is None:
+            return f'collection {self.name!r}: a stored value'
+        try:
+            parts = keylib.unpacks_list(key_bytes, self.prefix)
+        except CorruptKeyError:
+            return f'collection {self.name!r}: the value under key bytes {bytes(key_bytes)!r}'
+        if len(parts) == 2:
+            return (f'collection {self.name!r}: the batch of keys {parts[1]!r} to '
+                    f'{parts[0]!r}')
+        return f'collection {self.name!r}: the record under key {parts[0]!r}'
+
+    def opened(self, stored: bytes, key_bytes: bytes | None = None) -> bytes:
+        """`stored` without its checksum trailer, checked (as it is, without checksums).
+
+        :param stored: a stored value, plain record or batch.
+        :param key_bytes: its engine key, for the error.
+        :raises ~centidb.errors.ChecksumError: if the trailer does not match.
+        """
+        if not self.checksum:
+            return stored
+        try:
+            return checksums.opened(stored)
+        except checksums.Mismatch as exc:
+            raise ChecksumError(f'{self._where(key_bytes)} is damaged: {exc}') from None
+
+    def sealed(self, value: bytes) -> bytes:
+        """`value` with its checksum trailer (as it is, without checksums).
+
+        :param value: a plain record's header byte and packed bytes, or a batch.
+        """
+        return checksums.seal(value) if self.checksum else value
+
+    def packer(self, packer_id: int, key_bytes: bytes | None = None) -> Packer:
+        """The packer `packer_id` names, which the collection must use.
+
+        :param packer_id: a header's packer id.
+        :param key_bytes: the engine key of the value, for the error.
+        :raises ~centidb.errors.CorruptRecordError: if the collection does
+            not use that packer.
+        """
+        try:
+            return self.packer_of(packer_id)
+        except PackerNotAllowed as exc:
+            raise CorruptRecordError(f'{self._where(key_bytes)} cannot be read: {exc}') from None
 
     # --- members -----------------------------------------------------------------
 
@@ -208,27 +270,39 @@ class BatchView:
             raise CorruptRecordError(f'collection {self.name!r}: the value stored under '
                                      f'{bytes(key_bytes)!r} is empty') from None
 
-    def encoded(self, stored: bytes) -> bytes:
+    def encoded(self, stored: bytes, key_bytes: bytes | None = None) -> bytes:
         """The encoder's bytes of a plain stored value (its packer undone).
 
         :param stored: a stored plain record.
+        :param key_bytes: its engine key, for errors.
         """
-        return self.packer_of(stored[0]).decode(stored[1:])
+        stored = self.opened(stored, key_bytes)
+        return self.packer(stored[0], key_bytes).decode(stored[1:])
 
-    def encoded_members(self, stored: bytes) -> list[_Member]:
+    def encoded_members(self, stored: bytes,
+                        key_bytes: bytes | None = None) -> list[_Member]:
         """A stored batch's members: ``(packed key without prefix, encoded value)``.
 
         :param stored: a stored batch.
+        :param key_bytes: its engine key, for errors.
         """
-        return decode_batch(stored, self.packer_of(batch_packer_id(stored)), self.name)
+        stored = self.opened(stored, key_bytes)
+        return decode_batch(stored, self.packer(batch_packer_id(stored), key_bytes), self.name)
 
-    def members(self, stored: bytes) -> list[Item]:
+    def members(self, stored: bytes, key_bytes: bytes | None = None) -> list[Item]:
         """A stored batch's members as ``(key bytes, stored value)``, like plain records.
 
+        In a collection that keeps checksums, each member's value is sealed.
+
         :param stored: a stored batch.
+        :param key_bytes: its engine key, for errors.
         """
         prefix, header = self.prefix, self.plain_header
-        return [(prefix + key, header + value) for key, value in self.encoded_members(stored)]
+        members = self.encoded_members(stored, key_bytes)
+        if self.checksum:
+            seal = checksums.seal
+            return [(prefix + key, seal(header + value)) for key, value in members]
+        return [(prefix + key, header + value) for key, value in members]
 
     # --- reading -------------------------------------------------------------------
 
@@ -246,7 +320,7 @@ class BatchView:
         if physical_key == key_bytes:
             return stored
         if self.is_batch(physical_key, stored):
-            for member_key, member_stored in self.members(stored):
+            for member_key, member_stored in self.members(stored, physical_key):
                 if member_key == key_bytes:
                     return member_stored
         return None
@@ -282,7 +356,7 @@ class BatchView:
                             return
                         yield key_bytes, stored
                         continue
-                    for member_key, member_stored in self.members(stored):
+                    for member_key, member_stored in self.members(stored, key_bytes):
                         if member_key >= hi:
                             return
                         if member_key >= start:
@@ -315,7 +389,7 @@ class BatchView:
                     if not self.is_batch(key_bytes, stored):
                         yield key_bytes, stored
                         continue
-                    for member_key, member_stored in reversed(self.members(stored)):
+                    for member_key, member_stored in reversed(self.members(stored, key_bytes)):
                         if member_key < lo:
                             return
                         if member_key < hi:
@@ -334,7 +408,7 @@ class BatchView:
         """Members below `hi` (and from `lo`) of the batch sitting at or after hi."""
         found = etxn.first(hi, self.end)
         if found is not None and self.is_batch(*found):
-            return [m for m in self.members(found[1]) if lo <= m[0] < hi][::-1]
+            return [m for m in self.members(found[1], found[0]) if lo <= m[0] < hi][::-1]
         return []
 
     # --- writing -------------------------------------------------------------------
@@ -367,7 +441,8 @@ class BatchView:
                 made += self._add_run(writes, run, packer_id, packer)
                 run, run_bytes = [], 0
                 # Too long to batch: stays plain.
-                writes.append((self.prefix + member[0], self.plain_header + member[1]))
+                writes.append((self.prefix + member[0],
+                               self.sealed(self.plain_header + member[1])))
                 continue
             if run and (len(run) >= max_recs
                         or (max_bytes is not None and run_bytes + size > max_bytes)):
@@ -392,7 +467,7 @@ class BatchView:
         start = len(self.prefix)
         for key_bytes, stored in etxn.items(lo, self.end):
             if self.is_batch(key_bytes, stored):
-                members = self.encoded_members(stored)
+                members = self.encoded_members(stored, key_bytes)
                 if self.prefix + members[0][0] >= hi:
                     break
                 records.extend(members)
@@ -402,7 +477,7 @@ class BatchView:
             else:
                 if key_bytes >= hi:
                     break
-                records.append((key_bytes[start:], self.encoded(stored)))
+                records.append((key_bytes[start:], self.encoded(stored, key_bytes)))
                 physical.append(key_bytes)
         return records, physical
 
@@ -415,10 +490,11 @@ class BatchView:
             key_bytes = batch_key(self.prefix, run)
             limit = self.max_key_size
             if limit is None or len(key_bytes) <= limit:
-                writes.append((key_bytes, encode_batch(packer_id, packer, run)))
+                writes.append((key_bytes, self.sealed(encode_batch(packer_id, packer, run))))
                 return 1
         # A lone member, or a batch key longer than the engine stores.
-        writes.extend((self.prefix + key, self.plain_header + value) for key, value in run)
+        writes.extend((self.prefix + key, self.sealed(self.plain_header + value))
+                      for key, value in run)
         return 0
 
     def _covering(self, etxn: EngineTransaction, key_bytes: bytes) -> Item | None:
@@ -447,9 +523,9 @@ class BatchView:
         if found is None:
             return None
         physical_key, stored = found
-        members = self.encoded_members(stored)      # names a missing packer clearly
+        members = self.encoded_members(stored, physical_key)  # names a missing packer clearly
         packer_id = batch_packer_id(stored)
-        packer = self.packer_of(packer_id)
+        packer = self.packer(packer_id, physical_key)
         key = key_bytes[len(self.prefix):]
         below, above, old = [], [], None
         for member in members:
@@ -458,7 +534,7 @@ class BatchView:
             elif member[0] > key:
                 above.append(member)
             else:
-                old = self.plain_header + member[1]
+                old = self.sealed(self.plain_header + member[1])
         writes: list[Item] = []
         if rejoin:
             self._add_run(writes, below + above, packer_id, packer, plain_single=True)

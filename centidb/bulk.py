@@ -44,6 +44,10 @@ class BulkWrites:
 
         def _rebuild(self) -> None: ...
 
+        def _new_packer(self, packer: Encoder) -> bool: ...
+
+        def _use_packer(self, txn: Transaction, packer: Encoder) -> None: ...
+
         def _bounds(self, lo: object, hi: object, prefix: object, startswith: object,
                     include: bool) -> tuple[bytes, bytes | None]: ...
 
@@ -186,9 +190,12 @@ class BulkWrites:
                hi_bytes: bytes, max_recs: int, max_bytes: int | None, packer_id: int,
                packer: Encoder) -> tuple[int, int, Key | None]:
         self._records.check_writable()
+        new = self._new_packer(packer)
         found, made, last = self._view.batch(etxn, lo_bytes, hi_bytes, max_recs, max_bytes,
                                              packer_id, packer)
         if made:
+            if new:
+                self._use_packer(txn, packer)
             # Written every time: an earlier batch() may have been rolled back.
             self._info = dict(self._info, batched=True)
             self._catalog.save_collection_info(txn, self.name, self._info)

@@ -23,7 +23,7 @@ import json
 import threading
 from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, cast
 
-from centidb import encodings, keylib
+from centidb import checksums, encodings, keylib
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction
 from centidb.errors import (
@@ -36,12 +36,16 @@ from centidb.txn import Transaction, TxnManager
 __all__ = ['Catalog', 'EncoderRegistry', 'CollectionInfo', 'FORMAT_NAME',
            'FORMAT_VERSION', 'MAX_ENCODER_ID', 'MAX_PREFIX_ID', 'MAX_GENERATION',
            'MAX_META_BYTES', 'KEY_KINDS', 'describe', 'parse_key', 'parse_value',
-           'read_record', 'scan', 'check_format_info', 'brief_repr']
+           'read_record', 'scan', 'check_format_info', 'brief_repr', 'CHECKSUM']
 
 #: A collection's metadata ``dict``, as stored (JSON): ``'id'`` (its prefix
 #: id, an ``int``), ``'encoder'``, ``'packer'`` and ``'counter'`` (names),
 #: ``'key'`` (its key kind, one of :data:`KEY_KINDS`; absent in stores from
-#: before kinds were recorded) and ``'batched'`` (true once it held a batch).
+#: before kinds were recorded), ``'batched'`` (true once it held a batch),
+#: ``'checksum'`` (``'crc32'`` if its stored values carry a CRC-32 trailer;
+#: absent: none) and ``'packers'`` (names of the packers its records may use
+#: besides its own and the built-in ones; absent in stores from before packers
+#: were recorded).
 CollectionInfo = Dict[str, Any]
 
 #: Written to ``(0, 'format')`` when a store is created.
@@ -243,6 +247,14 @@ def parse_value(key: Key, value: bytes) -> Any:
                 raise _bad(key, f'its key kind {_show(info["key"], 80)} is not one of '
                                 f'{", ".join(KEY_KINDS)}')
             _check_field(key, info, 'batched', bool, optional=True)
+            _check_field(key, info, 'checksum', str, optional=True)
+            if info.get('checksum', CHECKSUM) != CHECKSUM:
+                raise _bad(key, f'its checksum {_show(info["checksum"], 80)} is not '
+                                f'{CHECKSUM!r}')
+            packers = info.get('packers', [])
+            if type(packers) is not list or any(type(name) is not str for name in packers):
+                raise _bad(key, f'its \'packers\' is {_show(packers, 80)}, not a list of '
+                                f'names')
     return info
 
 
@@ -306,6 +318,10 @@ def _bump(etxn: EngineTransaction, key: Key, n: int, init: int) -> int:
     if n:
         etxn.put(_meta_key(*key), keylib.packs(value + n))
     return value  # type: ignore[no-any-return]  # counters parse to int
+
+
+#: The ``checksum`` a collection's metadata may name (see :mod:`centidb.checksums`).
+CHECKSUM = checksums.NAME
 
 
 class EncoderRegistry:
@@ -415,6 +431,13 @@ class EncoderRegistry:
             f'collection {coll_name!r} uses {encoder_name!r}, which is not '
             f'registered in this session; call store.add_encoder() with '
             f'it, or pass it to collection()')
+
+    def encoder_name(self, encoder_id: int) -> str | None:
+        """The name the store numbered `encoder_id`, or None if it numbered none.
+
+        :param encoder_id: a persistent id, such as a record header's packer id.
+        """
+        return self._encoder_names.get(encoder_id)
 
     def packer(self, packer_id: int, coll_name: str) -> Encoder:
         """The registered packer with persistent id `packer_id`.
@@ -562,8 +585,8 @@ class Catalog(EncoderRegistry):
         return {key[1]: info for key, info in scan(etxn, 'collection')}
 
     def create_collection(self, txn: Transaction, name: str, encoder: Encoder, packer: Encoder,
-                          counter_name: str | None,
-                          key_kind: str) -> tuple[CollectionInfo, bool]:
+                          counter_name: str | None, key_kind: str,
+                          checksum: bool = False) -> tuple[CollectionInfo, bool]:
         """Store a new collection's metadata, unless it is already stored.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
@@ -573,6 +596,7 @@ class Catalog(EncoderRegistry):
         :param counter_name: the counter numbering its keys, or None for
             ``'<name>:key'``.
         :param key_kind: one of :data:`KEY_KINDS`.
+        :param checksum: give its stored values a CRC-32 trailer.
         :returns: ``(metadata dict, True if created now)``.
         """
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
@@ -586,7 +610,10 @@ class Catalog(EncoderRegistry):
             'packer': packer.name,
             'counter': counter_name or f'{name}:key',
             'key': key_kind,
+            'packers': [],
         }
+        if checksum:
+            info['checksum'] = CHECKSUM
         etxn.put(_meta_key('collection', name), _dump(info))
         self._took_prefix_id(txn, prefix_id)
         return info, True

@@ -19,7 +19,7 @@ import itertools
 from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 
 from centidb import encodings, impl, keylib
-from centidb.batches import BatchView
+from centidb.batches import BatchView, PackerNotAllowed
 from centidb.bulk import BulkWrites
 from centidb.catalog import Catalog, CollectionInfo
 from centidb.encodings import Encoder
@@ -38,6 +38,10 @@ from centidb.writing import KeySource, Writer
 _T = TypeVar('_T')
 #: Pairs a collection's group count takes from its scan at a time.
 _CHUNK = 256
+#: Packers any collection's records may use: they only decompress bytes.
+_BUILTIN_PACKERS = frozenset({'plain', 'zlib', 'lz4', 'zstd', 'snappy'})
+#: Encoders: never a packer of a collection that was not given one as such.
+_BUILTIN_ENCODERS = frozenset({'msgpack', 'json', 'pickle'})
 
 __all__ = ['Collection']
 
@@ -192,8 +196,10 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         self.indices = self._index_set.added
         self._header = bytes([catalog.encoder_id(packer)])
         plain_id = catalog.encoder_id(encodings.PLAIN_PACKER)
+        #: True if every stored value carries a CRC-32 trailer (see centidb.checksums).
+        self._checksum = info.get('checksum') is not None
         self._view = BatchView(self._prefix, name, bytes([plain_id]), self._packer_of,
-                               txns.engine.max_key_size)
+                               txns.engine.max_key_size, self._checksum)
         # Once a collection holds batches, reads that miss and every write
         # look for a batch covering the key (see centidb.batches).
         self._batched = bool(info.get('batched'))
@@ -222,6 +228,8 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         '_key_func', "``key_func(record)`` making each record's key, or ``None``.")
     txn_key_func: Final[Callable[[Transaction, Any], Any] | None] = readonly(
         '_txn_key_func', '``txn_key_func(txn, record)`` making each key, or ``None``.')
+    checksum: Final[bool] = readonly(
+        '_checksum', 'True if each stored value carries a CRC-32 checksum, checked on every read.')
     counter_name: Final[str] = readonly(
         '_counter_name', 'The name of the counter that numbers keyless records.')
 
@@ -229,8 +237,57 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         '_records', "The collection's write and read paths (:class:`~centidb.access.Records`),"
         ' made again whenever its indexes or batching change.')
 
+    def _packer_allowed(self, name: str) -> bool:
+        """True if the collection's records may use the packer `name`.
+
+        Its own packer, the built-in packers and those recorded in its
+        metadata; in a collection from before packers were recorded, any
+        packer but the built-in encoders and its own encoder.
+        """
+        if name == self._packer.name or name in _BUILTIN_PACKERS:
+            return True
+        recorded = self._info.get('packers')
+        if recorded is None:
+            return name not in _BUILTIN_ENCODERS and name != self._encoder.name
+        return name in recorded
+
     def _packer_of(self, packer_id: int) -> Encoder:
+        name = self._catalog.encoder_name(packer_id)
+        if name is None:
+            raise PackerNotAllowed(f'its header names packer id {packer_id}, which the '
+                                   f'store never numbered')
+        if not self._packer_allowed(name):
+            raise PackerNotAllowed(f'its header names {name!r}, which is not a packer of '
+                                   f'this collection')
         return self._catalog.packer(packer_id, self._name)
+
+    def _new_packer(self, packer: Encoder) -> bool:
+        """True if `packer` must be recorded (:meth:`_use_packer`) once records use it.
+
+        Called before anything is written.
+
+        :raises ValueError: for a collection from before packers were
+            recorded that may not use it (see :meth:`_packer_allowed`).
+        """
+        if self._packer_allowed(packer.name):
+            return False
+        if 'packers' not in self._info:
+            raise ValueError(f'collection {self._name!r} was created before collections '
+                             f'recorded their packers; it cannot take {packer.name!r} '
+                             f'as a packer')
+        return True
+
+    def _use_packer(self, txn: Transaction, packer: Encoder) -> None:
+        """Record in the collection's metadata, in `txn`, that its records may use `packer`.
+
+        :param txn: the write transaction that wrote records with it.
+        :param packer: a packer :meth:`_new_packer` accepted.
+        """
+        name = packer.name
+        old = self._info
+        self._info = dict(old, packers=sorted(set(old['packers']) | {name}))
+        self._catalog.save_collection_info(txn, self._name, self._info)
+        txn.undo.append(lambda: setattr(self, '_info', old))
 
     def _next_key(self, etxn: EngineTransaction) -> int:
         return self._catalog.counter(etxn, self._counter_name, 0, 1)
@@ -285,7 +342,7 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
             indexes, unbound, self._view,
             self._batched, self._txns.engine.max_key_size,
             before_write=tuple(self._before_write),
-            report=self._txns.after_commit is not None)
+            report=self._txns.after_commit is not None, checksum=self._checksum)
         self._writer, self._reader = self._records.writer, self._records.reader
 
     def rebuild(self) -> None:
@@ -307,7 +364,11 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         if packer is None:
             return self._records.put(txn, etxn, rec, key, blind)
         header = bytes([self._catalog.encoder_id(packer)])
-        return self._records.put(txn, etxn, rec, key, blind, packer, header)
+        new = self._new_packer(packer)
+        record = self._records.put(txn, etxn, rec, key, blind, packer, header)
+        if new:
+            self._use_packer(txn, packer)
+        return record
 
     def delete(self, key: object, txn: Transaction | None = None) -> Record | None:
         """Delete the record under `key` (or a :class:`Record`'s key).

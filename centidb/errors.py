@@ -266,3 +266,12 @@ class TooManyEncodersError(StoreError, ValueError):
     the ids ran out because the metadata was damaged (the encoder counter
     set too high), ``verify()`` names the records.
     """
+
+
+class ChecksumError(CorruptRecordError):
+    """A stored value's checksum does not match its bytes: the record is damaged.
+
+    Raised on a read of a record (or batch) in a collection that keeps
+    checksums, instead of returning whatever the damaged bytes decode to.
+    The message names the collection and the record's key.
+    """

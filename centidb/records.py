@@ -1,9 +1,10 @@
 """Records: one record and its index entries, and the fast paths that write and read them.
 
 A stored record is one engine key (the collection prefix and the packed key
-tuple) whose value is a header byte (the packer's id) and the packed encoder
-bytes, plus one engine key per index entry (the index prefix, the packed index
-tuple, ``KEY_SEP``, the packed record key) with an empty value.
+tuple) whose value is a header byte (the packer's id), the packed encoder
+bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
+engine key per index entry (the index prefix, the packed index tuple,
+``KEY_SEP``, the packed record key) with an empty value.
 
 Two twinned classes do the common cases fast: :class:`RecordWriter` (a put
 of a plain value, or a ``put_many`` of plain values) and
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import types
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
+from zlib import crc32
 
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
@@ -203,6 +205,7 @@ class RecordWriter:
         encoder's ``decode``: with them the compiled twin decodes an old
         version inline (the pure version uses only `old_entries`).
     :param decode_plain: see `plain_id`.
+    :param checksum: end each stored value with its CRC-32 trailer (:mod:`centidb.checksums`).
     """
 
     def __init__(self, coll: Any, txns: TxnManager, txn_class: type[Transaction],
@@ -213,7 +216,8 @@ class RecordWriter:
                  old_entries: Callable[[bytes, bytes], list[bytes]],
                  too_long: Callable[[Key, bytes, list[bytes]], object], record_class: type,
                  counted: bool = False, plain_id: int = -1,
-                 decode_plain: Callable[[bytes], Any] | None = None) -> None:
+                 decode_plain: Callable[[bytes], Any] | None = None,
+                 checksum: bool = False) -> None:
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -232,6 +236,7 @@ class RecordWriter:
         self.counted = counted
         self.plain_id = plain_id
         self.decode_plain = decode_plain
+        self.checksum = checksum
 
     def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
         """Store `data` in the store transaction `txn`; return its Record.
@@ -270,6 +275,7 @@ class RecordWriter:
         else:
             encoded = self.encode(data)
         value = self.header + (encoded if self.compress is None else self.compress(encoded))
+        value += crc32(value).to_bytes(4, 'little') if self.checksum else _EMPTY
         key = as_key(key)
         key_bytes = keylib.packs(key, self.prefix)
         if self.specs:
@@ -334,20 +340,18 @@ class RecordWriter:
         `blind`) every old version's entries are found, before the first
         write: whatever the key function, an index function, the encoder,
         the key codec or the size check raises propagates having written
-        nothing. All the writes then go to the engine in one call. The
-        effect is that of :meth:`write` for each value in turn; a key given
-        twice ends with the later value and its entries only (with `blind`,
-        the earlier one's entries the later lacks stay behind, as they would
-        after two blind writes).
+        nothing; then the writes go to the engine in one call. The effect is
+        that of :meth:`write` for each value in turn (a key given twice ends
+        with the later value and its entries; with `blind`, the earlier
+        one's entries the later lacks stay, as after two blind writes).
 
         :param etxn: the write :class:`~centidb.engines.EngineTransaction`
             to write in, already checked by the caller.
         :param datas: a ``list`` of record values.
         :param blind: as for ``Collection.put``.
-        :param first_id: ``None`` to make each key with the collection's
-            ``key_func``; an ``int`` to give the values the keys
-            ``(first_id,)``, ``(first_id + 1,)``, ... (a counted
-            collection's counter, read by the caller, who also raises it).
+        :param first_id: ``None`` to key each value with ``key_func``; an
+            ``int`` to give them ``(first_id,)``, ``(first_id + 1,)``, ...
+            (a counted collection's counter, read and raised by the caller).
         :returns: a ``list`` of key tuples, or ``None``, having called no
             user code and written nothing, when the write is not the common
             case (a :class:`Record` in `datas`, or no key function).
@@ -359,6 +363,7 @@ class RecordWriter:
             if type(data) is Record or type(data) is record_class:
                 return None
         encode, compress, header = self.encode, self.compress, self.header
+        checksum = self.checksum
         key_func, prefix, specs, limit = self.key_func, self.prefix, self.specs, self.limit
         packs = keylib.packs
         start = len(prefix)
@@ -378,6 +383,7 @@ class RecordWriter:
                 key = (next_id,)
                 next_id += 1
             value = header + (encoded if compress is None else compress(encoded))
+            value += crc32(value).to_bytes(4, 'little') if checksum else _EMPTY
             key_bytes = packs(key, prefix)
             entry_tail = ENTRY_SEP + key_bytes[start:]
             entries = index_entries(specs, data, entry_tail)
@@ -470,10 +476,8 @@ class RecordReader:
     :param batch_get: ``batch_get(engine txn, key bytes)`` reads a record
         in a batch or not; reads try it when the plain read misses, for a
         record a ``batch()`` moved, in this transaction or another process.
-    :param missing: ``missing(index name, key)`` returns the error for an
-        entry pointing at a missing record.
-    :param corrupt_entry: ``corrupt_entry(entry)`` returns the error for an
-        entry that does not hold an index tuple and a record key.
+    :param missing: ``missing(index name, key)``: the error for an entry naming no record.
+    :param corrupt_entry: ``corrupt_entry(entry)``: the error for a malformed entry.
     :param corrupt_record: ``corrupt_record(key bytes, exception)`` returns
         the error for a stored value that cannot be decoded.
     :param corrupt_key: ``corrupt_key(key bytes, exception)`` returns the
@@ -488,6 +492,7 @@ class RecordReader:
         :class:`Record` a later ``put()`` updates without a second decode.
     :param specs: see `coll`.
     :param indexes: see `coll`.
+    :param checksum: the collection keeps checksums (the twin checks plain records inline).
     """
 
     def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
@@ -500,7 +505,8 @@ class RecordReader:
                  corrupt_key: Callable[[bytes, CorruptKeyError], Exception],
                  batch_items: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[Item]],
                  batch_flag: int, end: bytes | None, coll: Any = None,
-                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = ()) -> None:
+                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = (),
+                 checksum: bool = False) -> None:
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix
@@ -520,6 +526,7 @@ class RecordReader:
         self.coll = coll
         self.specs = specs
         self.indexes = indexes
+        self.checksum = checksum
 
     def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         if self.batched:

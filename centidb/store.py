@@ -122,6 +122,10 @@ class Store(CollectionAdmin, StoreHooks):
         self._hooks_lock = threading.Lock()     # serializes registering and removing
         self.default_encoder: Encoder = self._catalog.encoder(
             'msgpack')  # type: ignore[assignment]  # built in, so always registered
+        #: Whether a new collection keeps checksums when ``collection()``
+        #: is not told (see its `checksum`). Off by default: checking costs
+        #: each read and write a CRC-32 of the value (see ``docs/perf.rst``).
+        self.checksums = False
 
     def __repr__(self) -> str:
         return f"<Store on {self.engine!r}{' closed' if self._txns.closed else ''}>"
@@ -154,7 +158,7 @@ class Store(CollectionAdmin, StoreHooks):
     def collection(self, name: str, key_func: Callable[[Any], Any] | None = None,
                    txn_key_func: Callable[[Transaction, Any], Any] | None = None,
                    encoder: Encoder | None = None, packer: Encoder | None = None,
-                   counter_name: str | None = None) -> Collection:
+                   counter_name: str | None = None, checksum: bool | None = None) -> Collection:
         """Create or reopen the collection `name` and return it.
 
         A new collection is recorded in this thread's open write transaction
@@ -187,12 +191,17 @@ class Store(CollectionAdmin, StoreHooks):
             ``batch(packer=)`` choose another for some records.
         :param counter_name: the counter (see :meth:`count`) that numbers
             keys when there is no key function (default ``'<name>:key'``).
+        :param checksum: a new collection keeps a CRC-32 checksum with each
+            stored value, checked on every read and by :meth:`verify`
+            (default :attr:`checksums`); an existing one keeps what it was
+            created with, which a value given here must match.
         :returns: the :class:`~centidb.collection.Collection`.
         :raises TypeError: for an empty or non-``str`` `name`, or a key
             function that is not callable.
         :raises ValueError: if both key functions are given, or, for a
             collection already open in this session, a different key
-            function or counter name.
+            function or counter name, or `checksum` disagrees with an
+            existing collection.
         :raises ~centidb.errors.EncoderMismatchError: (a ``ValueError``) if
             the collection was created with another encoder or packer.
         :raises ~centidb.errors.KeyKindMismatchError: (a ``ValueError``) if
@@ -206,6 +215,17 @@ class Store(CollectionAdmin, StoreHooks):
             unreadable.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
+        coll = self._collection(name, key_func, txn_key_func, encoder, packer, counter_name,
+                                checksum)
+        if checksum is not None and bool(checksum) != coll.checksum:
+            raise ValueError(f'collection {name!r} was created '
+                             f'{"with" if coll.checksum else "without"} checksums')
+        return coll
+
+    def _collection(self, name: str, key_func: Callable[[Any], Any] | None,
+                    txn_key_func: Callable[[Transaction, Any], Any] | None,
+                    encoder: Encoder | None, packer: Encoder | None,
+                    counter_name: str | None, checksum: bool | None) -> Collection:
         self._txns.check_open()
         check_name(name)
         if key_func is not None and txn_key_func is not None:
@@ -236,8 +256,9 @@ class Store(CollectionAdmin, StoreHooks):
             catalog.encoder_id(encoder)
             catalog.encoder_id(packer)
             with self._txns.writing() as txn:
-                info, created = catalog.create_collection(txn, name, encoder, packer,
-                                                          counter_name, key_kind or 'auto')
+                info, created = catalog.create_collection(
+                    txn, name, encoder, packer, counter_name, key_kind or 'auto',
+                    self.checksums if checksum is None else bool(checksum))
                 index_ids = {} if created else catalog.index_ids(
                     txn.engine_txn, info['id'])  # type: ignore[arg-type]  # txn is open
                 coll = self._add_collection(name, (info, index_ids), key_func, txn_key_func,

@@ -200,7 +200,7 @@ def _records(etxn: EngineTransaction, coll: Collection,
                                '(no \'batched\'): a write into the batch stores its '
                                'record twice')
             try:
-                members = view.encoded_members(stored)
+                members = view.encoded_members(stored, key_bytes)
             except CentiError as exc:
                 bad(key_bytes, f'a batch cannot be read: {exc}')
                 continue
@@ -213,7 +213,7 @@ def _records(etxn: EngineTransaction, coll: Collection,
             elif batches.batch_key(prefix, members) != key_bytes:
                 bad(key_bytes, 'a batch is stored under a key that does not match '
                                'its first and last members')
-            for member_key, member_stored in view.members(stored):
+            for member_key, member_stored in view.members(stored, key_bytes):
                 if member_key in found:
                     bad(member_key, 'the record is stored twice (plain and in a batch)')
                 found[member_key] = member_stored

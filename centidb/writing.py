@@ -210,6 +210,8 @@ class RecordWrites:
 
         def decoded(self, key_bytes: bytes, stored: bytes, encoded: bool = False) -> Any: ...
 
+        def seal(self, value: bytes) -> bytes: ...
+
         def entries(self, data: Any, entry_tail: bytes) -> list[bytes]: ...
 
         def old_entries(self, stored: bytes, entry_tail: bytes) -> list[bytes]: ...
@@ -310,7 +312,8 @@ class RecordWrites:
         encoded = self.encoder.encode(data)
         if packer is None:
             packer, header = self.packer, self.header
-        value = header + packer.encode(encoded)  # type: ignore[operator]  # given with packer
+        # header is given with packer.
+        value = self.seal(header + packer.encode(encoded))  # type: ignore[operator]
         indexed = data if self.encoder.exact else self._decode_plain(encoded)
         heads = None
         keys = self.keys

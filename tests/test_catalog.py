@@ -194,7 +194,8 @@ def test_packer_not_registered_after_reopen(reopen):
         # raw=True undoes the packer but not the encoder.
         packed = make_msgpack_encoder().pack({'id': 1, 'v': 'packed'})
         assert docs.get(1, raw=True) == packed
-        assert store.engine.get(keylib.packs(1, docs.prefix))[1:] == packed[::-1]
+        stored = store.engine.get(keylib.packs(1, docs.prefix))
+        assert stored[1:] == packed[::-1]
         before = contents(store)
     with reopen() as store:
         docs = store.collection('docs', key_func=by_id)

@@ -14,7 +14,7 @@ import threading
 import pytest
 
 import centidb
-from centidb import encodings, keylib
+from centidb import checksums, encodings, keylib
 from centidb.encodings import Encoder, make_json_encoder
 from centidb.engines import MemoryEngine, TraceEngine
 from centidb.errors import CorruptRecordError, TransactionError, UnsupportedKeyTypeError
@@ -716,11 +716,14 @@ def test_lmdb_get_of_a_key_too_long_returns_the_default(lmdb_store):
     (b'\x04\x01\x02', 'cannot be decoded'),         # extra data after a value
     (b'\x7f\x01', 'packer id 127'),                 # a packer the store never numbered
 ])
-def test_malformed_stored_values_raise_centidb_errors(store, stored, why):
-    coll = store.collection('c', key_func=lambda rec: rec['k'])
+@pytest.mark.parametrize('checksum', [False, True], ids=['plain', 'checksum'])
+def test_malformed_stored_values_raise_centidb_errors(store, stored, why, checksum):
+    """With checksums, the bad bytes carry a valid trailer: the decoder meets them."""
+    coll = store.collection('c', key_func=lambda rec: rec['k'], checksum=checksum)
     tags = coll.add_index('tag', lambda rec: rec['tag'])
     coll.put({'k': 1, 'tag': 'a'})
-    store.engine.put(keylib.packs((1,), coll.prefix), stored)
+    store.engine.put(keylib.packs((1,), coll.prefix),
+                     checksums.seal(stored) if checksum else stored)
     readers = [lambda: coll.get(1), lambda: list(coll.values()), lambda: list(coll.items()),
                lambda: tags.get('a'), lambda: list(tags.values()),
                lambda: coll.get_many([1]), lambda: coll.delete(1),

@@ -24,7 +24,8 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, cli, cli_commands, cli_common, cli_dump, collection, dumpfile, dumpformat,
+    admin, batches, bulk, catalog, checksums, cli, cli_commands, cli_common, cli_dump, collection,
+    dumpfile, dumpformat,
     encodings, engines, errors, fastpath, impl, index, keyformat, access, fields, hooks, keylib, limits, mapping, model, modelindex, query, records, savepoint,
     store, txn, verify, writing,
 )
@@ -38,7 +39,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            bulk, mapping,
            index, query, access, writing,
            savepoint, limits, records, fastpath, txn,
-           impl,
+           impl, checksums,
            engines, *ENGINE_MODULES, encodings, dumpformat, dumpfile, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.

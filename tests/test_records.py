@@ -11,6 +11,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from centidb import impl, keylib, records
+from centidb.errors import CentiError
 import strategies
 
 FAST = impl.compiled_module()
@@ -74,9 +75,10 @@ def test_index_entries_matches_packs_of_lists():
 
 # --- RecordWriter and RecordReader: the put and get hot paths ------------------
 
-def _twin_store(twins, limit, engine='ListEngine', path=None):
+def _twin_store(twins, limit, engine='ListEngine', path=None, checksum=True):
     """A store on `engine` (at `path`, but for ListEngine) whose collection
-    'c' uses the writer and reader of `twins`; keys of at most `limit` bytes."""
+    'c' uses the writer and reader of `twins`; keys of at most `limit` bytes;
+    stored values with checksums or not."""
     import centidb
     if engine == 'ListEngine':
         store = centidb.open(engine)
@@ -85,7 +87,7 @@ def _twin_store(twins, limit, engine='ListEngine', path=None):
     store.engine.max_key_size = limit
     with mock.patch.object(records, 'RecordWriter', twins.RecordWriter), \
             mock.patch.object(records, 'RecordReader', twins.RecordReader):
-        coll = store.collection('c', key_func=lambda rec: rec['k'])
+        coll = store.collection('c', key_func=lambda rec: rec['k'], checksum=checksum)
         coll.add_index('tag', lambda rec: rec['tag'])
         coll.add_index('size', lambda rec: len(rec['k']) if isinstance(rec['k'], tuple) else 1)
     assert type(coll.records.writer) is twins.RecordWriter
@@ -115,6 +117,18 @@ def _apply_in(txn, coll, held, op):
     if kind == 'hold':
         held['record'] = coll.get(args, rec=True, txn=txn)
         return held['record'] is None
+    if kind == 'damage':
+        # One bit of a stored value flipped; only checksums make every read
+        # of it fail (without, it may decode to anything, NaN included).
+        key, bit = args
+        key_bytes = keylib.packs(records.as_key(key), coll.prefix)
+        stored = txn.engine_txn.get(key_bytes)
+        if stored is None or not coll.checksum:
+            return None
+        damaged = bytearray(stored)
+        damaged[bit // 8 % len(stored)] ^= 1 << (bit % 8)
+        txn.engine_txn.put(key_bytes, bytes(damaged))
+        return len(stored)
     key, tag, rekey, blind = args     # 'update' or 'put_held'
     record = coll.get(key, rec=True, txn=txn) if kind == 'update' else held.get('record')
     if record is None:
@@ -128,7 +142,7 @@ def _apply_in(txn, coll, held, op):
 
 def _apply(store, coll, op):
     """One operation in a transaction of its own."""
-    with store.begin(write=op[0] in ('put', 'delete')) as txn:
+    with store.begin(write=op[0] in ('put', 'delete', 'damage')) as txn:
         return _apply_in(txn, coll, {}, op)
 
 
@@ -143,20 +157,37 @@ operations = st.lists(st.one_of(
     st.tuples(st.just('get'), small_keys),
     st.tuples(st.just('delete'), small_keys),
     st.tuples(st.just('scan'), st.integers(0, 3)),
+    st.tuples(st.just('damage'), st.tuples(small_keys, st.integers(0, 2 ** 16))),
     st.tuples(st.just('index'), st.integers(0, 3) | st.text(max_size=2))), max_size=12)
 
 
-@given(operations, st.sampled_from([None, 40]))
-def test_record_writer_and_reader_twins_agree(ops, limit):
-    """Same results, same exception types and the same engine bytes.
+def messages(func, *args):
+    """`func`'s result, or the type and message of the centidb error it raised."""
+    try:
+        return 'ok', func(*args)
+    except CentiError as exc:
+        return 'error', type(exc), str(exc)
+    except Exception as exc:  # the type is what is compared
+        return 'error', type(exc)
+
+
+@pytest.mark.parametrize('checksum', [True, False], ids=['checksum', 'plain'])
+@given(ops=operations, limit=st.sampled_from([None, 40]))
+@example(ops=[('put', ({'k': 1, 'tag': 0, 'v': 0}, None, False)), ('damage', (1, 12)),
+              ('get', 1), ('scan', 0), ('index', 0),
+              ('put', ({'k': 1, 'tag': 1, 'v': 0}, None, False)), ('delete', 1)], limit=None)
+def test_record_writer_and_reader_twins_agree(checksum, ops, limit):
+    """Same results, same exceptions (a centidb error's message too) and the
+    same engine bytes, with and without checksums.
 
     Blind puts over existing keys followed by deletes leave entries that
-    point at missing records, so the error paths are compared too."""
-    pure = _twin_store(PURE, limit)
-    fast = _twin_store(FAST, limit)
+    point at missing records, and damaged values fail their checksums, so
+    the error paths are compared too."""
+    pure = _twin_store(PURE, limit, checksum=checksum)
+    fast = _twin_store(FAST, limit, checksum=checksum)
     try:
         for op in ops:
-            assert outcome(_apply, *pure, op) == outcome(_apply, *fast, op), op
+            assert messages(_apply, *pure, op) == messages(_apply, *fast, op), op
         assert list(pure[0].engine.items()) == list(fast[0].engine.items())
     finally:
         pure[0].close()
@@ -240,7 +271,8 @@ def test_record_writer_declines_the_uncommon_cases():
 
 
 WRITER_ARGS = ('coll', 'txns', 'txn_class', 'usable', 'prefix', 'encode', 'compress', 'header',
-               'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long', 'record_class')
+               'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long', 'record_class',
+               'counted', 'plain_id', 'decode_plain', 'checksum')
 
 
 def _writer_like(twins, writer, **changes):

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from centidb import encodings, keylib
+from centidb import checksums, encodings, keylib
 from centidb.errors import CorruptRecordError
 
 import strategies
@@ -639,10 +639,13 @@ def test_a_corrupt_extension_in_a_stored_record_is_a_corrupt_record_error(store,
     coll.put({'when': datetime.date(2024, 1, 2)}, key=('k', 1))
     engine_key = keylib.packs(('k', 1), coll.prefix)
     stored = dict(store.engine.items())[engine_key]
+    if coll.checksum:
+        stored = checksums.opened(stored)   # the bad value is sealed below
     good = encode({'when': datetime.date(2024, 1, 2)})
     assert stored.endswith(good)
     header = stored[:-len(good)]
-    store.engine.put(engine_key, header + b'\x81\xa4when' + _ext(code, payload))
+    bad = header + b'\x81\xa4when' + _ext(code, payload)
+    store.engine.put(engine_key, checksums.seal(bad) if coll.checksum else bad)
     message = (r"^collection 'c': the record under key \('k', 1\) cannot be decoded "
                rf"\(ValueError: malformed msgpack extension type {code} \(")
     for read in (lambda: coll.get(('k', 1)), lambda: list(coll.values()),

@@ -5,7 +5,7 @@ import json
 import pytest
 
 import centidb
-from centidb import batches, catalog, keylib
+from centidb import batches, catalog, checksums, keylib
 from centidb.errors import CorruptRecordError, UnknownIndexError
 from centidb.verify import Problem, key_problem
 from stores import ENGINE_NAMES, open_store
@@ -56,7 +56,8 @@ def test_problems_name_collection_and_key(store):
 def test_undecodable_record_is_reported_and_reads_raise(store):
     people, _ = fill(store)
     key_bytes = keylib.packs((4,), people.prefix)
-    store.engine.put(key_bytes, store.engine.get(key_bytes)[:1] + b'\xc1\xc1')
+    bad = store.engine.get(key_bytes)[:1] + b'\xc1\xc1'
+    store.engine.put(key_bytes, checksums.seal(bad) if people.checksum else bad)
     problems = store.verify()
     assert len(problems) == 1
     assert problems[0].collection == 'people' and problems[0].key == (4,)
