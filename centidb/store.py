@@ -233,13 +233,13 @@ class Store(CollectionAdmin, StoreHooks):
         for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
             if func is not None and not callable(func):
                 raise TypeError(f'{label} must be callable')
-        return self._txns.retry_conflicts(self._collection, name, key_func, txn_key_func,
-                                          encoder, packer, counter_name)
+        return self._txns.retry_conflicts(self._open_collection_once, name, key_func,
+                                          txn_key_func, encoder, packer, counter_name, checksum)
 
-    def _collection(self, name: str, key_func: Callable[[Any], Any] | None,
-                    txn_key_func: Callable[[Transaction, Any], Any] | None,
-                    encoder: Encoder | None, packer: Encoder | None,
-                    counter_name: str | None) -> Collection:
+    def _open_collection_once(self, name: str, key_func: Callable[[Any], Any] | None,
+                              txn_key_func: Callable[[Transaction, Any], Any] | None,
+                              encoder: Encoder | None, packer: Encoder | None,
+                              counter_name: str | None, checksum: bool | None) -> Collection:
         with self._catalog.lock:
             coll = self._collections.get(name)
             if coll is not None:
