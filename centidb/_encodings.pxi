@@ -1,6 +1,10 @@
 # Twins of centidb.encodings.msgpack_decoder and msgpack_encoder. Included by _speedups.pyx; the
 # record reader calls the decoder it makes without a Python call.
 
+from cpython.dict cimport PyDict_Check
+from cpython.list cimport PyList_Check, PyList_CheckExact
+from cpython.tuple cimport PyTuple_Check, PyTuple_CheckExact
+
 cdef class MsgpackDecode:
     """Mirrors the ``decode`` that centidb.encodings.msgpack_decoder returns."""
 
@@ -26,10 +30,41 @@ def msgpack_decoder(unpackb, ext_hook):
     return decode
 
 
+cdef inline bint _is_container(object value):
+    return PyList_Check(value) or PyTuple_Check(value) or PyDict_Check(value)
+
+
+cdef int _check_nested(object container, int room, object too_deep) except -1:
+    """Mirrors centidb.encodings._check_nested: `container` is the first level."""
+    if room <= 0:
+        raise too_deep()
+    if PyDict_Check(container):
+        for key in container.keys():
+            if _is_container(key):
+                _check_nested(key, room - 1, too_deep)
+        for item in container.values():
+            if _is_container(item):
+                _check_nested(item, room - 1, too_deep)
+    elif PyList_CheckExact(container):
+        for item in <list>container:
+            if _is_container(item):
+                _check_nested(item, room - 1, too_deep)
+    elif PyTuple_CheckExact(container):
+        for item in <tuple>container:
+            if _is_container(item):
+                _check_nested(item, room - 1, too_deep)
+    else:
+        for item in container:
+            if _is_container(item):
+                _check_nested(item, room - 1, too_deep)
+    return 0
+
+
 cdef class MsgpackEncode:
     """Mirrors the ``encode`` that centidb.encodings.msgpack_encoder returns."""
 
-    cdef object local, make_packer, pack_surrogates
+    cdef object local, make_packer, pack_surrogates, too_deep
+    cdef int max_depth
     # The pack method of the thread that called last, so that a thread
     # writing many records skips the thread-local lookup. Reading both
     # fields is C code holding the GIL: no other thread runs in between.
@@ -39,6 +74,8 @@ cdef class MsgpackEncode:
 
     cdef object run(self, value):
         cdef unsigned long thread = PyThread_get_thread_ident()
+        if _is_container(value):
+            _check_nested(value, self.max_depth, self.too_deep)
         if self.has_last and self.last_thread == thread:
             pack = self.last_pack
         else:
@@ -58,10 +95,12 @@ cdef class MsgpackEncode:
 
 
 @cython.binding(True)
-def msgpack_encoder(make_packer, pack_surrogates):
+def msgpack_encoder(make_packer, pack_surrogates, int max_depth, too_deep):
     """Mirrors centidb.encodings.msgpack_encoder."""
     cdef MsgpackEncode encode = MsgpackEncode.__new__(MsgpackEncode)
     encode.local = _threading.local()
     encode.make_packer = make_packer
     encode.pack_surrogates = pack_surrogates
+    encode.max_depth = max_depth
+    encode.too_deep = too_deep
     return encode

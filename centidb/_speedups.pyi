@@ -43,7 +43,8 @@ class MsgpackDecode:
     def __call__(self, data: bytes) -> Any: ...
 
 def msgpack_encoder(make_packer: Callable[[], Any],
-                    pack_surrogates: Callable[[Any], bytes]) -> Callable[[Any], bytes]: ...
+                    pack_surrogates: Callable[[Any], bytes], max_depth: int,
+                    too_deep: Callable[[], Exception]) -> Callable[[Any], bytes]: ...
 
 @disjoint_base
 class MsgpackEncode:

@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import msgpack
 
 from centidb import impl
+from centidb.errors import ValueTooDeepError
 
 if TYPE_CHECKING:
     from zstandard import ZstdCompressor, ZstdDecompressor
@@ -71,7 +72,7 @@ if TYPE_CHECKING:
 __all__ = ['Encoder', 'Packer', 'make_msgpack_encoder', 'make_json_encoder',
            'PICKLE_ENCODER', 'PLAIN_PACKER', 'ZLIB_PACKER', 'LZ4_PACKER',
            'ZSTD_PACKER', 'SNAPPY_PACKER', 'BUILTIN_ENCODERS', 'msgpack_decoder',
-           'msgpack_encoder']
+           'msgpack_encoder', 'MAX_DEPTH', 'check_depth']
 
 
 class Encoder:
@@ -165,6 +166,11 @@ _DECIMAL_EXT = 6    # ASCII str(Decimal)
 _EXT_NAMES = {_TUPLE_EXT: 'tuple', _INT_EXT: 'int', _UUID_EXT: 'uuid.UUID',
               _DATETIME_EXT: 'datetime.datetime', _DATE_EXT: 'datetime.date',
               _DECIMAL_EXT: 'decimal.Decimal'}
+
+#: The most levels of lists, tuples and dicts nested in one value. ``put()``
+#: refuses deeper values (:class:`~centidb.errors.ValueTooDeepError`), and
+#: reading refuses stored tuples nested deeper, whatever the bytes say.
+MAX_DEPTH = 100
 
 _INT64_MIN = -2 ** 63           # msgpack's native ints: int64 and uint64
 _UINT64_MAX = 2 ** 64 - 1
@@ -311,18 +317,8 @@ _EXT_DECODERS: dict[int, Callable[[bytes], Any]] = {_INT_EXT: _decode_int, _UUID
                  _DECIMAL_EXT: _decode_decimal}
 
 
-def _msgpack_ext(code: int, data: bytes) -> Any:
-    """msgpack's ``ext_hook``: decode one extension value; never runs stored code.
-
-    Unknown codes come back as :class:`msgpack.ExtType`. A malformed payload
-    raises ``ValueError`` naming the extension.
-    """
-    if code == _TUPLE_EXT:
-        items = _msgpack_unpackb(data)
-        if type(items) is not list:
-            raise ValueError(f'malformed msgpack extension type 1 (tuple): the payload '
-                             f'holds {type(items).__name__!r}, not an array')
-        return tuple(items)
+def _decode_other_ext(code: int, data: bytes) -> Any:
+    """Decode an extension value other than a tuple (unknown codes as ``ExtType``)."""
     decode = _EXT_DECODERS.get(code)
     if decode is None:
         return msgpack.ExtType(code, data)
@@ -332,6 +328,70 @@ def _msgpack_ext(code: int, data: bytes) -> Any:
         shown = data[:40].hex(' ') + (' ...' if len(data) > 40 else '')
         raise ValueError(f'malformed msgpack extension type {code} ({_EXT_NAMES[code]}), '
                          f'payload [{shown}]: {exc}') from None
+
+
+def _make_ext_hook(decode_items: Callable[[bytes], Any] | None) -> Callable[[int, bytes], Any]:
+    """msgpack's ``ext_hook`` for one level of tuple nesting; never runs stored code.
+
+    :param decode_items: decodes the payload of a tuple met at this level
+        (its own tuples are one level deeper); None at ``MAX_DEPTH + 1``,
+        where a tuple is refused.
+    """
+    def ext_hook(code: int, data: bytes) -> Any:
+        if code != _TUPLE_EXT:
+            return _decode_other_ext(code, data)
+        if decode_items is None:
+            raise ValueError(f'tuples nested more than {MAX_DEPTH} deep '
+                             f'(centidb.encodings.MAX_DEPTH)')
+        items = decode_items(data)
+        if type(items) is not list:
+            raise ValueError(f'malformed msgpack extension type 1 (tuple): the payload '
+                             f'holds {type(items).__name__!r}, not an array')
+        return tuple(items)
+    return ext_hook
+
+
+def _unpack_on_heap(data: bytes, *, strict_map_key: bool, ext_hook: Callable[[int, bytes], Any],
+                    unicode_errors: str | None = None) -> Any:
+    """``msgpack.unpackb`` with its parser state on the heap, not the C stack.
+
+    ``unpackb`` keeps about 40 KB of parser state on the C stack, once per
+    nested call: tuples nested deeper than :data:`_STACKED_LEVELS` are
+    decoded with a ``msgpack.Unpacker`` instead, which keeps it in the
+    object, so no input can overflow a thread's stack.
+    """
+    size = len(data)
+    unpacker = msgpack.Unpacker(strict_map_key=strict_map_key, ext_hook=ext_hook,
+                                unicode_errors=unicode_errors, max_buffer_size=max(size, 1))
+    unpacker.feed(data)
+    try:
+        value = unpacker.unpack()
+    except msgpack.OutOfData:
+        raise ValueError('Unpack failed: incomplete input') from None
+    if unpacker.tell() != size:
+        raise msgpack.ExtraData(value, data[unpacker.tell():])
+    return value
+
+
+# Tuple levels whose payloads are decoded by msgpack.unpackb (five times
+# faster than an Unpacker for a small tuple, but about 45 KB of C stack each);
+# deeper ones use _unpack_on_heap (about 2 KB each). Decoding a value nested
+# MAX_DEPTH deep then fits in a thread with a 320 KB stack.
+_STACKED_LEVELS = 1
+
+
+def _ext_hooks() -> Callable[[int, bytes], Any]:
+    """Chain one ext_hook per tuple level, from ``MAX_DEPTH + 1`` (refuses) up to 1.
+
+    The depth of a tuple is known from the hook that meets it, with no
+    counter to keep per thread: each hook decodes a tuple's payload with the
+    next level's hook.
+    """
+    hook = _make_ext_hook(None)
+    for level in range(MAX_DEPTH, 0, -1):
+        unpack = _unpackb if level <= _STACKED_LEVELS else _unpack_on_heap
+        hook = _make_ext_hook(msgpack_decoder(unpack, hook))
+    return hook
 
 
 def _msgpack_packb(value: Any) -> bytes:
@@ -349,8 +409,50 @@ def _msgpack_packb_surrogates(value: Any) -> bytes:
                   default=_msgpack_default, unicode_errors='surrogatepass')
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
+def _too_deep() -> ValueTooDeepError:
+    return ValueTooDeepError(f'the value nests lists, tuples and dicts more than '
+                             f'{MAX_DEPTH} levels deep (centidb.encodings.MAX_DEPTH)')
+
+
+def _check_nested(container: Any, room: int, too_deep: Callable[[], Exception]) -> None:
+    """Raise ``too_deep()`` if `container` holds more than `room` levels of containers.
+
+    `container` (a list, tuple or dict, or a subclass) is the first level.
+    Only the item types that are containers are walked into, found per
+    distinct type: a long list of scalars costs a ``set(map(type, ...))``.
+    """
+    if room <= 0:
+        raise too_deep()
+    parts = ((container.keys(), container.values()) if isinstance(container, dict)
+             else (container,))
+    for part in parts:
+        if any(issubclass(kind, _CONTAINERS) for kind in set(map(type, part))):
+            for item in part:
+                if isinstance(item, _CONTAINERS):
+                    _check_nested(item, room - 1, too_deep)
+
+
+def check_depth(value: Any) -> None:
+    """Check that `value` nests lists, tuples and dicts at most :data:`MAX_DEPTH` deep.
+
+    A scalar has depth 0, ``[1]`` depth 1, ``{'a': (1,)}`` depth 2; dict
+    keys count as well as values. The msgpack and JSON encoders call it
+    before encoding.
+
+    :param value: the value about to be encoded.
+    :raises ~centidb.errors.ValueTooDeepError: if it is deeper, naming the
+        limit.
+    """
+    if isinstance(value, _CONTAINERS):
+        _check_nested(value, MAX_DEPTH, _too_deep)
+
+
 def msgpack_encoder(make_packer: Callable[[], Any],
-                    pack_surrogates: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+                    pack_surrogates: Callable[[Any], bytes], max_depth: int,
+                    too_deep: Callable[[], Exception]) -> Callable[[Any], bytes]:
     """Return the msgpack encoder's ``encode``: a Packer of each thread's own.
 
     A ``msgpack.Packer`` is not thread-safe, so each thread makes one, once.
@@ -359,11 +461,16 @@ def msgpack_encoder(make_packer: Callable[[], Any],
     :param make_packer: makes a ``msgpack.Packer`` with centidb's options.
     :param pack_surrogates: packs a value holding a ``str`` with a lone
         surrogate (the packer resets itself when it cannot).
+    :param max_depth: the most levels of lists, tuples and dicts a value
+        may nest (:data:`MAX_DEPTH`).
+    :param too_deep: ``too_deep()`` returns the exception for a deeper value.
     :returns: ``encode(value) -> bytes``.
     """
     local = threading.local()
 
     def encode(value: Any) -> bytes:
+        if isinstance(value, _CONTAINERS):
+            _check_nested(value, max_depth, too_deep)
         try:
             packer = local.packer
         except AttributeError:
@@ -418,9 +525,11 @@ def make_msgpack_encoder() -> Encoder:
 
     :returns: an exact :class:`Encoder`. Its ``encode`` raises ``TypeError``
         for a value of a type it cannot store (``set``, ``datetime.time``,
-        ...). Its ``decode`` raises ``ValueError`` for bytes that are not
-        msgpack or hold a malformed extension payload (reading a record,
-        the store reports that as
+        ...) and :class:`~centidb.errors.ValueTooDeepError` for a value
+        nested deeper than :data:`MAX_DEPTH`. Its ``decode`` raises
+        ``ValueError`` for bytes that are not msgpack, hold a malformed
+        extension payload or nest tuples deeper than :data:`MAX_DEPTH`
+        (reading a record, the store reports that as
         :class:`~centidb.errors.CorruptRecordError`).
     """
     def make_packer() -> _MsgpackPacker:
@@ -428,7 +537,7 @@ def make_msgpack_encoder() -> Encoder:
             use_bin_type=True, strict_types=True, default=_msgpack_default)
         return packer
 
-    pack = msgpack_encoder(make_packer, _msgpack_packb_surrogates)
+    pack = msgpack_encoder(make_packer, _msgpack_packb_surrogates, MAX_DEPTH, _too_deep)
     return Encoder('msgpack', pack, _msgpack_unpackb, exact=True)
 
 
@@ -442,12 +551,27 @@ def make_json_encoder() -> Encoder:
 
     :returns: an inexact :class:`Encoder`. Its ``encode`` raises
         ``TypeError`` for a value JSON cannot store, ``UnicodeEncodeError``
-        for a ``str`` holding a lone surrogate, and ``ValueError`` for an
-        ``int`` of more digits than ``sys.get_int_max_str_digits()`` allows.
+        for a ``str`` holding a lone surrogate, ``ValueError`` for an
+        ``int`` of more digits than ``sys.get_int_max_str_digits()`` allows,
+        and :class:`~centidb.errors.ValueTooDeepError` for a value nested
+        deeper than :data:`MAX_DEPTH`. Its ``decode`` raises ``ValueError``
+        for bytes that are not JSON, nested too deeply included.
     """
     dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False).encode
-    loads = json.loads
-    return Encoder('json', lambda value: dumps(value).encode('utf-8'), loads)
+
+    def encode(value: Any) -> bytes:
+        check_depth(value)
+        return dumps(value).encode('utf-8')
+
+    return Encoder('json', encode, _json_loads)
+
+
+def _json_loads(data: bytes) -> Any:
+    """``json.loads``, with nesting too deep for Python's parser as ``ValueError``."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError('the JSON nests arrays and objects too deeply to parse') from None
 
 
 def _pickle_dumps(value: Any) -> bytes:
@@ -526,6 +650,8 @@ def _optional_packers() -> tuple[Encoder | None, Encoder | None, Encoder | None]
 
 msgpack_decoder = impl.choose(msgpack_decoder)
 msgpack_encoder = impl.choose(msgpack_encoder)
+#: msgpack's ``ext_hook`` for a whole value: its tuples are at level 1.
+_msgpack_ext = _ext_hooks()
 _msgpack_unpackb = msgpack_decoder(_unpackb, _msgpack_ext)
 
 #: Packers backed by optional packages: ``None`` when not installed.

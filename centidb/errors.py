@@ -255,3 +255,13 @@ class DumpTypeError(CentiError, TypeError):
     :doc:`dumpformat`); records of a pickle-encoded collection may hold
     others.
     """
+
+
+# --- values ------------------------------------------------------------------
+
+class ValueTooDeepError(CentiError, ValueError):
+    """A value to store nests lists, tuples and dicts too deeply.
+
+    The limit is :data:`centidb.encodings.MAX_DEPTH` levels of containers;
+    the message names it. Nothing was written.
+    """

@@ -1,0 +1,170 @@
+"""Hostile values: nesting depth, decompression bombs and fuzzed stored bytes.
+
+Whatever a program gives ``put()`` and whatever bytes a store holds, the
+only outcomes allowed are the right value or an exception from
+:mod:`centidb.errors` (or ``TypeError``/``ValueError`` for a value of the
+wrong type given to ``put()``): never a crash, a hang or a bare Python error.
+"""
+
+import threading
+import zlib
+
+import msgpack
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import centidb
+from centidb import encodings, keylib
+from centidb.errors import CentiError, CorruptRecordError, ValueTooDeepError
+
+from stores import DISK_ENGINE_NAMES, contents, open_store
+
+MAX = encodings.MAX_DEPTH
+
+
+def nested_tuples(depth, leaf=1):
+    """`leaf` inside `depth` tuples: ``((1,),)`` has depth 2."""
+    value = leaf
+    for _ in range(depth):
+        value = (value,)
+    return value
+
+
+def mixed(depth):
+    """Lists, tuples and dicts taking turns, `depth` deep."""
+    value = 'leaf'
+    for level in range(depth):
+        value = ([value] if level % 4 == 0 else (value,) if level % 4 == 1 else
+                 {'k': value} if level % 4 == 2 else {'x': 1, 0: value})
+    return value
+
+
+def crafted_tuples(depth):
+    """msgpack bytes of a list holding `depth` tuples (extension type 1)
+    nested in each other, made by hand as an attacker would; the innermost
+    tuple is empty."""
+    data = b'\x90'
+    for _ in range(depth):
+        size = len(data)
+        header = (b'\xd4\x01' if size == 1 else b'\xd5\x01' if size == 2 else
+                  b'\xc7' + bytes([size]) + b'\x01' if size < 256 else
+                  b'\xc8' + size.to_bytes(2, 'big') + b'\x01' if size < 65536 else
+                  b'\xc9' + size.to_bytes(4, 'big') + b'\x01')
+        data = b'\x91' + header + data
+    return data
+
+
+def store_raw(store, coll, key, stored):
+    """Write `stored` (header byte and packed bytes) as the record under `key`."""
+    with store.engine.begin(write=True) as etxn:
+        etxn.put(keylib.packs(key, coll.prefix), stored)
+
+
+@pytest.fixture(params=DISK_ENGINE_NAMES)
+def disk_store(request, tmp_path):
+    store = open_store(request.param, tmp_path)
+    yield store
+    store.close()
+
+
+# --- depth -------------------------------------------------------------------
+
+@pytest.mark.parametrize('make', [nested_tuples, mixed])
+def test_put_refuses_values_nested_deeper_than_max_depth(disk_store, make):
+    coll = disk_store.collection('c')
+    coll.put(make(MAX), key=1)
+    assert coll.get(1) == make(MAX)
+    before = contents(disk_store)
+    with pytest.raises(ValueTooDeepError, match=r'more than 100 levels .*MAX_DEPTH') as info:
+        coll.put(make(MAX + 1), key=2)
+    assert isinstance(info.value, ValueError)
+    assert contents(disk_store) == before
+    assert coll.get(2) is None
+    with pytest.raises(ValueTooDeepError):
+        coll.put(make(1000), key=2)
+
+
+def test_depth_counts_dict_keys_and_subclasses():
+    class Row(tuple):
+        pass
+    encode = encodings.make_msgpack_encoder().encode
+    key = nested_tuples(MAX - 1)
+    encode({key: 1})
+    with pytest.raises(ValueTooDeepError):
+        encode({(key,): 1})
+    encode(Row([nested_tuples(MAX - 1)]))
+    with pytest.raises(ValueTooDeepError):
+        encode(Row([nested_tuples(MAX)]))
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueTooDeepError):
+        encode(loop)
+
+
+def test_a_deep_value_read_back_in_a_small_thread(disk_store):
+    """The deepest value put() takes decodes in a thread with a 320 KB stack."""
+    coll = disk_store.collection('c')
+    coll.put(nested_tuples(MAX), key=1)
+    got = []
+    old = threading.stack_size(320 * 1024)
+    try:
+        thread = threading.Thread(target=lambda: got.append(coll.get(1)))
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(old)
+    assert got == [nested_tuples(MAX)]
+
+
+@pytest.mark.parametrize('depth', [MAX + 1, 400, 5000])
+def test_crafted_deep_tuples_raise_corrupt_record(disk_store, depth):
+    coll = disk_store.collection('c')
+    plain = bytes([disk_store._catalog.encoder_id(encodings.PLAIN_PACKER)])
+    store_raw(disk_store, coll, 1, plain + crafted_tuples(depth))
+    for read in (lambda: coll.get(1), lambda: list(coll.items()),
+                 lambda: list(coll.values())):
+        with pytest.raises(CorruptRecordError, match=r'tuples nested more than 100 deep'):
+            read()
+    problems = disk_store.verify()
+    assert problems and 'tuples nested more than 100 deep' in str(problems)
+
+
+def test_the_decoder_refuses_crafted_depth_directly():
+    decode = encodings.make_msgpack_encoder().decode
+    assert decode(crafted_tuples(MAX)) == [nested_tuples(MAX - 1, ())]
+    for depth in (MAX + 1, 20000):
+        with pytest.raises(ValueError, match='MAX_DEPTH'):
+            decode(crafted_tuples(depth))
+    with pytest.raises(ValueError):                 # msgpack's own limit, no recursion
+        decode(b'\x91' * 100000 + b'\xc0')
+
+
+def test_heap_levels_find_truncated_and_extra_bytes():
+    """Tuples below the first level are decoded by an Unpacker: a truncated or
+    overlong payload there is refused as unpackb refuses it at the first."""
+    decode = encodings.make_msgpack_encoder().decode
+    inner = msgpack.ExtType(1, b'\x92\x01')                      # truncated array
+    with pytest.raises(ValueError, match='incomplete'):
+        decode(msgpack.packb(msgpack.ExtType(1, msgpack.packb([inner]))))
+    extra = msgpack.ExtType(1, b'\x91\x01\x02')                  # a byte too many
+    with pytest.raises(ValueError):
+        decode(msgpack.packb(msgpack.ExtType(1, msgpack.packb([extra]))))
+    empty = msgpack.ExtType(1, b'')
+    with pytest.raises(ValueError):
+        decode(msgpack.packb(msgpack.ExtType(1, msgpack.packb([empty]))))
+
+
+def test_json_encoder_depth():
+    coll_encoder = encodings.make_json_encoder()
+    assert coll_encoder.decode(coll_encoder.encode([[[1]]])) == [[[1]]]
+    with pytest.raises(ValueTooDeepError):
+        coll_encoder.encode(nested_tuples(MAX + 1))
+    with pytest.raises(ValueError, match='too deeply'):
+        coll_encoder.decode(b'[' * 100000 + b']' * 100000)
+    store = centidb.open('ListEngine')
+    coll = store.collection('j', encoder=coll_encoder)
+    store_raw(store, coll, 1, bytes([store._catalog.encoder_id(encodings.PLAIN_PACKER)])
+              + b'[' * 100000 + b']' * 100000)
+    with pytest.raises(CorruptRecordError, match='too deeply'):
+        coll.get(1)
