@@ -275,19 +275,22 @@ class Catalog(EncoderRegistry):
     and the built-in encoders' ids are written in one write transaction.
 
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param max_unpacked_size: the limit of the built-in packers that read
+        (see :func:`centidb.encodings.make_packers`).
     :raises ~centidb.errors.StoreFormatError: if the engine holds data that
         is not a centidb store, or a store of another format or version, or
         unreadable metadata.
     """
 
-    def __init__(self, txns: TxnManager) -> None:
+    def __init__(self, txns: TxnManager,
+                 max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE) -> None:
         self._txns = txns
         self.engine: Engine = txns.engine
         #: Guards the cache; taken after the engine's writer lock.
         self.lock = threading.RLock()
         #: The metadata generation as last read; None: reload at the next refresh.
         self.generation: int | None = None
-        self._encoders = {enc.name: enc for enc in encodings.BUILTIN_ENCODERS
+        self._encoders = {enc.name: enc for enc in encodings.builtin_encoders(max_unpacked_size)
                           if enc is not encodings.PICKLE_ENCODER}
         self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
         self._encoder_ids: dict[str, int] = {}     # name -> persistent id

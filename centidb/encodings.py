@@ -72,7 +72,8 @@ if TYPE_CHECKING:
 __all__ = ['Encoder', 'Packer', 'make_msgpack_encoder', 'make_json_encoder',
            'PICKLE_ENCODER', 'PLAIN_PACKER', 'ZLIB_PACKER', 'LZ4_PACKER',
            'ZSTD_PACKER', 'SNAPPY_PACKER', 'BUILTIN_ENCODERS', 'msgpack_decoder',
-           'msgpack_encoder', 'MAX_DEPTH', 'check_depth']
+           'msgpack_encoder', 'MAX_DEPTH', 'check_depth', 'MAX_UNPACKED_SIZE',
+           'make_packers', 'builtin_encoders']
 
 
 class Encoder:
@@ -589,16 +590,64 @@ def _identity(data: bytes) -> bytes:
 #: Stores the encoded bytes as they are.
 PLAIN_PACKER = Encoder('plain', _identity, _identity)
 
-#: Compresses with zlib (level 6).
-ZLIB_PACKER = Encoder('zlib', zlib.compress, zlib.decompress)
+#: The most bytes a built-in packer unpacks one stored value (a record or a
+#: batch) to, unless the store was opened with another ``max_unpacked_size``.
+#: A stored value claiming more raises ``ValueError`` before more than this
+#: is unpacked (reading a record, :class:`~centidb.errors.CorruptRecordError`),
+#: so a small crafted value cannot take a reader's memory.
+MAX_UNPACKED_SIZE = 64 * 1024 * 1024
 
 
-def _zstd_functions(zstandard: ModuleType) -> tuple[Callable[[bytes], bytes],
-                                                      Callable[[bytes], bytes]]:
+def _too_big(name: str, limit: int) -> ValueError:
+    return ValueError(f'the {name} data unpacks to more than {limit} bytes, the '
+                      f'max_unpacked_size limit (a store you trust can be opened with '
+                      f'a larger max_unpacked_size)')
+
+
+_CHUNK = 1024 * 1024
+
+
+def _zlib_decompress(limit: int) -> Callable[[bytes], bytes]:
+    """``zlib.decompress`` that stops after `limit` bytes of output.
+
+    Output comes in pieces of at most 1 MiB, so refusing a bomb holds
+    about `limit` bytes, not the doubling buffer one call would grow.
+    """
+    def decompress(data: bytes) -> bytes:
+        unpacker = zlib.decompressobj()
+        pieces = []
+        total = 0
+        pending = data
+        while not unpacker.eof:
+            piece = unpacker.decompress(pending, min(limit + 1 - total, _CHUNK))
+            total += len(piece)
+            if total > limit:
+                raise _too_big('zlib', limit)
+            pieces.append(piece)
+            pending = unpacker.unconsumed_tail
+            if not (piece or pending or unpacker.eof):
+                raise ValueError('incomplete or truncated zlib stream')
+        return pieces[0] if len(pieces) == 1 else b''.join(pieces)
+    return decompress
+
+
+def _lz4_decompress(decompress: Callable[[bytes], bytes],
+                    limit: int) -> Callable[[bytes], bytes]:
+    """``lz4.block.decompress``, refusing a size header above `limit` before it allocates."""
+    def bounded(data: bytes) -> bytes:
+        if len(data) >= 4 and int.from_bytes(bytes(data[:4]), 'little') > limit:
+            raise _too_big('lz4', limit)
+        return decompress(data)
+    return bounded
+
+
+def _zstd_functions(zstandard: ModuleType, limit: int) -> tuple[Callable[[bytes], bytes],
+                                                                Callable[[bytes], bytes]]:
     """zstd compress/decompress reusing one context per thread.
 
     Contexts are not thread-safe, and making one per call costs more than
-    compressing a small record.
+    compressing a small record. Decompressing refuses a frame whose header
+    gives a size above `limit`, and one without a size that unpacks to more.
     """
     local = threading.local()
 
@@ -616,36 +665,109 @@ def _zstd_functions(zstandard: ModuleType) -> tuple[Callable[[bytes], bytes],
             context = local.decompressor
         except AttributeError:
             context = local.decompressor = zstandard.ZstdDecompressor()
-        return context.decompress(data)
+        size = zstandard.frame_content_size(data)
+        if size > limit:
+            raise _too_big('zstd', limit)
+        if size >= 0:
+            return context.decompress(data)
+        try:
+            return context.decompress(data, max_output_size=limit)
+        except zstandard.ZstdError as exc:
+            raise ValueError(f'the zstd data is corrupt or unpacks to more than {limit} '
+                             f'bytes, the max_unpacked_size limit ({exc})') from None
 
     return compress, decompress
 
 
-def _optional_packers() -> tuple[Encoder | None, Encoder | None, Encoder | None]:
-    """Build the packers whose compression libraries are installed."""
-    lz4: Encoder | None = None
-    zstd: Encoder | None = None
-    snappy: Encoder | None = None
+def _snappy_decompress(decompress: Callable[[bytes], bytes],
+                       limit: int) -> Callable[[bytes], bytes]:
+    """``snappy.decompress``, refusing a length header above `limit` before it allocates."""
+    def bounded(data: bytes) -> bytes:
+        size = shift = 0
+        for byte in bytes(data[:5]):        # the uncompressed length, a varint
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                break
+        if size > limit:
+            raise _too_big('snappy', limit)
+        return decompress(data)
+    return bounded
+
+
+def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
+    """Return the built-in compressing packers, unpacking at most `max_unpacked_size` bytes.
+
+    :data:`ZLIB_PACKER` and the others are made by this function with
+    :data:`MAX_UNPACKED_SIZE`; a store opened with another
+    ``max_unpacked_size`` reads with packers made by it. Unpacking more than
+    the limit raises ``ValueError`` without unpacking it all.
+
+    :param max_unpacked_size: the most bytes one stored value unpacks to.
+    :returns: a ``list`` of :class:`Encoder`: zlib, then lz4, zstd and
+        snappy where their packages are installed.
+    :raises TypeError: if `max_unpacked_size` is not an ``int``.
+    :raises ValueError: if it is below 1.
+    """
+    limit = max_unpacked_size
+    if type(limit) is not int:
+        raise TypeError(f'max_unpacked_size must be an int, not {type(limit).__name__!r}')
+    if limit < 1:
+        raise ValueError(f'max_unpacked_size must be at least 1, not {limit}')
+    packers = [Encoder('zlib', zlib.compress, _zlib_decompress(limit))]
     try:
         import lz4.block as lz4_block
     except ImportError:
         pass
     else:
-        lz4 = Encoder('lz4', lz4_block.compress, lz4_block.decompress)
+        packers.append(Encoder('lz4', lz4_block.compress,
+                               _lz4_decompress(lz4_block.decompress, limit)))
     try:
         import zstandard
     except ImportError:
         pass
     else:
-        zstd = Encoder('zstd', *_zstd_functions(zstandard))
+        packers.append(Encoder('zstd', *_zstd_functions(zstandard, limit)))
     try:
         import snappy as snappy_module
         snappy_module.compress
     except (ImportError, AttributeError):
         pass
     else:
-        snappy = Encoder('snappy', snappy_module.compress, snappy_module.decompress)
-    return lz4, zstd, snappy
+        packers.append(Encoder('snappy', snappy_module.compress,
+                               _snappy_decompress(snappy_module.decompress, limit)))
+    return packers
+
+
+def builtin_encoders(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
+    """:data:`BUILTIN_ENCODERS`, with packers made by :func:`make_packers`.
+
+    :param max_unpacked_size: as for :func:`make_packers`.
+    :returns: a new ``list``; the encoders (and the plain packer) are the
+        module's own objects.
+    """
+    if max_unpacked_size == MAX_UNPACKED_SIZE and type(max_unpacked_size) is int:
+        return list(BUILTIN_ENCODERS)
+    packers = {packer.name: packer for packer in make_packers(max_unpacked_size)}
+    return [packers.get(encoder.name, encoder) for encoder in BUILTIN_ENCODERS]
+
+
+def _packer_named(packers: list[Encoder], name: str) -> Encoder | None:
+    for packer in packers:
+        if packer.name == name:
+            return packer
+    return None
+
+
+_PACKERS = make_packers()
+#: Compresses with zlib (level 6).
+ZLIB_PACKER: Encoder = _PACKERS[0]
+#: Compresses with lz4 (block format); ``None`` without the ``lz4`` package.
+LZ4_PACKER = _packer_named(_PACKERS, 'lz4')
+#: Compresses with zstd (level 3); ``None`` without the ``zstandard`` package.
+ZSTD_PACKER = _packer_named(_PACKERS, 'zstd')
+#: Compresses with snappy; ``None`` without the ``python-snappy`` package.
+SNAPPY_PACKER = _packer_named(_PACKERS, 'snappy')
 
 
 msgpack_decoder = impl.choose(msgpack_decoder)
@@ -653,9 +775,6 @@ msgpack_encoder = impl.choose(msgpack_encoder)
 #: msgpack's ``ext_hook`` for a whole value: its tuples are at level 1.
 _msgpack_ext = _ext_hooks()
 _msgpack_unpackb = msgpack_decoder(_unpackb, _msgpack_ext)
-
-#: Packers backed by optional packages: ``None`` when not installed.
-LZ4_PACKER, ZSTD_PACKER, SNAPPY_PACKER = _optional_packers()
 
 #: Encoders and packers every store knows without ``add_encoder()``.
 BUILTIN_ENCODERS = [encoder for encoder in (

@@ -168,3 +168,128 @@ def test_json_encoder_depth():
               + b'[' * 100000 + b']' * 100000)
     with pytest.raises(CorruptRecordError, match='too deeply'):
         coll.get(1)
+
+
+# --- decompression bombs -------------------------------------------------------
+
+MIB = 1024 * 1024
+
+
+def zlib_bomb(size):
+    """zlib data that unpacks to `size` zero bytes (about size / 1000 bytes)."""
+    packer = zlib.compressobj(9)
+    chunk = bytes(MIB)
+    parts = [packer.compress(chunk) for _ in range(size // MIB)]
+    parts.append(packer.compress(bytes(size % MIB)))
+    return b''.join(parts) + packer.flush()
+
+
+def peak_bytes(call):
+    """Run `call()`; return the most memory Python allocated meanwhile."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        call()
+    except Exception:
+        pass
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return peak
+
+
+def test_default_packers_refuse_to_unpack_more_than_the_limit():
+    limit = encodings.MAX_UNPACKED_SIZE
+    assert limit == 64 * MIB
+    bomb = zlib_bomb(limit + 1)
+    assert len(bomb) < limit // 500
+    raised = []
+
+    def decode():
+        with pytest.raises(ValueError, match='more than 67108864 bytes.*max_unpacked_size'):
+            encodings.ZLIB_PACKER.decode(bomb)
+        raised.append(True)
+    assert peak_bytes(decode) < limit + 4 * MIB
+    assert raised
+    assert encodings.ZLIB_PACKER.decode(zlib_bomb(3 * MIB + 5)) == bytes(3 * MIB + 5)
+
+
+@pytest.mark.parametrize('name', ['zlib', 'lz4', 'zstd'])
+def test_each_packer_stops_at_the_limit(name):
+    packer = {p.name: p for p in encodings.make_packers(MIB)}.get(name)
+    if packer is None:
+        pytest.skip(f'{name} is not installed')
+    for size in (0, 1, MIB):
+        assert packer.decode(packer.encode(bytes(size))) == bytes(size)
+    big = packer.encode(bytes(16 * MIB))
+    with pytest.raises(ValueError, match=f'more than {MIB} bytes'):
+        packer.decode(big)
+    assert peak_bytes(lambda: packer.decode(big)) < 3 * MIB
+
+
+def test_crafted_size_headers_are_refused_before_allocating():
+    lz4, zstd = encodings.LZ4_PACKER, encodings.ZSTD_PACKER
+    if lz4 is not None:
+        claim = (2 ** 31).to_bytes(4, 'little') + b'\x00' * 8
+        assert peak_bytes(lambda: lz4.decode(claim)) < MIB
+        with pytest.raises(ValueError, match='lz4 data unpacks to more than'):
+            lz4.decode(claim)
+    if zstd is not None:
+        import zstandard
+        frameless = zstandard.ZstdCompressor(write_content_size=False)
+        stream = frameless.compressobj()
+        data = stream.compress(bytes(2 * MIB)) + stream.flush()
+        assert zstandard.frame_content_size(data) == -1
+        small = {p.name: p for p in encodings.make_packers(MIB)}['zstd']
+        with pytest.raises(ValueError, match=f'more than {MIB} bytes'):
+            small.decode(data)
+        assert zstd.decode(data) == bytes(2 * MIB)
+
+
+def test_truncated_zlib_is_refused():
+    data = zlib.compress(b'some record bytes' * 10)
+    with pytest.raises(ValueError, match='truncated'):
+        encodings.ZLIB_PACKER.decode(data[:-3])
+    assert encodings.ZLIB_PACKER.decode(data + b'junk') == b'some record bytes' * 10
+
+
+@pytest.mark.parametrize('bad', ['1', 0, -5, 2.0, None])
+def test_max_unpacked_size_is_checked(bad):
+    with pytest.raises((TypeError, ValueError), match='max_unpacked_size'):
+        centidb.open('ListEngine', max_unpacked_size=bad)
+
+
+def test_a_store_option_bounds_records_and_batches(tmp_path):
+    path = str(tmp_path / 'db.lmdb')
+    store = centidb.open('LmdbEngine', path=path, sync=False)
+    coll = store.collection('c', packer=encodings.ZLIB_PACKER)
+    coll.put({'blob': bytes(3 * MIB)}, key=1)
+    bomb = bytes([store._catalog.encoder_id(encodings.ZLIB_PACKER)]) + zlib_bomb(200 * MIB)
+    store_raw(store, coll, 2, bomb)
+    with pytest.raises(CorruptRecordError, match=r'under key \(2,\).*max_unpacked_size'):
+        coll.get(2)
+    assert coll.get(1) == {'blob': bytes(3 * MIB)}
+    store.close()
+
+    store = centidb.open('LmdbEngine', path=path, sync=False, max_unpacked_size=MIB)
+    coll = store.collection('c')
+    for read in (lambda: coll.get(1), lambda: list(coll.items())):
+        with pytest.raises(CorruptRecordError, match=f'more than {MIB} bytes'):
+            read()
+    assert 'more than 1048576 bytes' in str(store.verify())
+    store.close()
+
+    store = centidb.open('LmdbEngine', path=path, sync=False)
+    coll = store.collection('c')
+    with store.engine.begin(write=True) as etxn:     # delete() decodes what it deletes
+        etxn.delete(keylib.packs(2, coll.prefix))
+    for i in range(3, 40):
+        coll.put({'blob': bytes(64 * 1024), 'i': i}, key=i)
+    coll.batch()
+    assert coll.get(20) == {'blob': bytes(64 * 1024), 'i': 20}
+    store.close()
+    store = centidb.open('LmdbEngine', path=path, sync=False, max_unpacked_size=MIB)
+    with pytest.raises(CorruptRecordError, match=f'more than {MIB} bytes'):
+        store.collection('c').get(20)
+    store.close()
+    with centidb.open('LmdbEngine', path=path, sync=False) as store:
+        assert store.collection('c').get(20)['i'] == 20      # nothing was lost
