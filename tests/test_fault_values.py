@@ -263,7 +263,7 @@ def test_a_store_option_bounds_records_and_batches(tmp_path):
     store = centidb.open('LmdbEngine', path=path, sync=False)
     coll = store.collection('c', packer=encodings.ZLIB_PACKER)
     coll.put({'blob': bytes(3 * MIB)}, key=1)
-    bomb = bytes([store._catalog.encoder_id(encodings.ZLIB_PACKER)]) + zlib_bomb(200 * MIB)
+    bomb = bytes([store._catalog.encoder_id(encodings.ZLIB_PACKER)]) + zlib_bomb(65 * MIB)
     store_raw(store, coll, 2, bomb)
     with pytest.raises(CorruptRecordError, match=r'under key \(2,\).*max_unpacked_size'):
         coll.get(2)
@@ -293,3 +293,98 @@ def test_a_store_option_bounds_records_and_batches(tmp_path):
     store.close()
     with centidb.open('LmdbEngine', path=path, sync=False) as store:
         assert store.collection('c').get(20)['i'] == 20      # nothing was lost
+
+
+# --- fuzzing -------------------------------------------------------------------
+
+import os  # noqa: E402  (the fuzzing section's own imports)
+import sys  # noqa: E402
+
+import strategies  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                'stress'))
+import fault_values  # noqa: E402
+
+scalars = st.one_of(st.none(), st.booleans(), strategies.ints, strategies.floats,
+                    strategies.texts, strategies.binaries, strategies.datetimes,
+                    strategies.uuids, st.dates(), st.decimals(places=None))
+dict_keys = st.one_of(st.none(), st.booleans(), strategies.ints, strategies.texts,
+                      strategies.binaries, strategies.uuids, st.dates(),
+                      st.decimals(places=None, allow_nan=False),
+                      st.tuples(strategies.ints, strategies.texts))
+shallow = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.lists(inner, max_size=4).map(tuple),
+    st.dictionaries(dict_keys, inner, max_size=3)), max_leaves=12)
+FUZZ = settings(max_examples=60, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+@pytest.fixture(scope='module')
+def fuzz_store():
+    store = centidb.open('ListEngine', max_unpacked_size=64 * 1024)
+    yield store
+    store.close()
+
+
+def wrapped(value, kinds):
+    for kind in kinds:
+        value = [value] if kind == 0 else (value,) if kind == 1 else {'k': value}
+    return value
+
+
+@FUZZ
+@given(value=shallow, kinds=st.lists(st.integers(0, 2), max_size=MAX + 3),
+       packer=st.sampled_from(['plain', 'zlib', 'zstd', 'lz4']))
+def test_fuzz_put_get_exact_or_too_deep(fuzz_store, value, kinds, packer):
+    coll = fuzz_store.collection('values')
+    value = wrapped(value, kinds)
+    packer = next((p for p in encodings.BUILTIN_ENCODERS if p.name == packer),
+                  encodings.ZLIB_PACKER)
+    if fault_values.depth(value) > MAX:
+        with pytest.raises(ValueTooDeepError):
+            coll.put(value, key=1, packer=packer)
+        assert coll.get(1) is None
+        return
+    coll.put(value, key=1, packer=packer)
+    got = coll.get(1)
+    assert fault_values.exact(got) == fault_values.exact(value)
+    assert fault_values.exact(dict(coll.items())[(1,)]) == fault_values.exact(value)
+    coll.delete(1)
+
+
+@FUZZ
+@given(data=st.one_of(st.binary(max_size=300),
+                      shallow.map(encodings.make_msgpack_encoder().encode),
+                      st.builds(fault_values.mutate, st.randoms(use_true_random=False),
+                                shallow.map(encodings.make_msgpack_encoder().encode)),
+                      st.integers(0, 3000).map(crafted_tuples)),
+       header=st.sampled_from(['plain', 'zlib', 'zstd', 'lz4', 'pack-zlib', 'batch', 'other']),
+       encoder=st.sampled_from(['msgpack', 'json']))
+def test_fuzz_stored_bytes_decode_or_raise_centidb_errors(fuzz_store, data, header, encoder):
+    coll = fuzz_store.collection(encoder, encoder=(encodings.make_json_encoder()
+                                                   if encoder == 'json' else None))
+    ids = {p.name: fuzz_store._catalog.encoder_id(p) for p in encodings.BUILTIN_ENCODERS
+           if p.name in ('plain', 'zlib', 'zstd', 'lz4')}
+    if header == 'pack-zlib':
+        stored = bytes([ids['zlib']]) + zlib.compress(data)
+    elif header == 'batch':
+        stored = bytes([0x80 | ids['zlib']]) + data
+    elif header == 'other':
+        stored = b'\x7f' + data
+    else:
+        stored = bytes([ids[header]]) + data
+    store_raw(fuzz_store, coll, 1, stored)
+    for read in (lambda: coll.get(1), lambda: list(coll.items())):
+        try:
+            read()
+        except CentiError:
+            pass
+    assert isinstance(fuzz_store.verify(), list)
+
+
+def test_the_value_campaign_runs_clean():
+    result = fault_values.campaign(120, seed=30)
+    assert result['cases'] == 120
+    assert result['errors'] == []
+    assert result['outcomes'].get('stored') and result['outcomes'].get('refused-deep', 0) >= 0
