@@ -1,6 +1,7 @@
 # Twins of centidb.encodings.msgpack_decoder and msgpack_encoder. Included by _speedups.pyx; the
 # record reader calls the decoder it makes without a Python call.
 
+from cpython.bytes cimport PyBytes_CheckExact
 from cpython.dict cimport PyDict_Check
 from cpython.list cimport PyList_Check, PyList_CheckExact
 from cpython.tuple cimport PyTuple_Check, PyTuple_CheckExact
@@ -8,25 +9,53 @@ from cpython.tuple cimport PyTuple_Check, PyTuple_CheckExact
 cdef class MsgpackDecode:
     """Mirrors the ``decode`` that centidb.encodings.msgpack_decoder returns."""
 
-    cdef object unpackb, ext_hook
+    cdef object unpackb, ext_hook, too_deep
+    cdef int max_depth
 
     cdef object run(self, data):
         try:
-            return self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook)
+            value = self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook)
         except UnicodeDecodeError:
-            return self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook,
-                                unicode_errors='surrogatepass')
+            value = self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook,
+                                 unicode_errors='surrogatepass')
+        if self.max_depth > 0 and _is_container(value) and _may_nest_deeper(data, self.max_depth):
+            _check_nested(value, self.max_depth, self.too_deep)
+        return value
 
     def __call__(self, data):
         return self.run(data)
 
 
+cdef bint _may_nest_deeper(data, int max_depth) except -1:
+    """Mirrors the test in centidb.encodings.msgpack_decoder: more than
+    `max_depth` bytes of `data` can open a map, an array or an extension."""
+    cdef const unsigned char *at
+    cdef Py_ssize_t size, i, opening = 0
+    cdef unsigned char byte
+    if not PyBytes_CheckExact(data):
+        data = bytes(data)
+    size = PyBytes_GET_SIZE(data)
+    if size <= max_depth:
+        return False
+    at = <const unsigned char *>PyBytes_AS_STRING(data)
+    for i in range(size):
+        byte = at[i]
+        if (0x80 <= byte <= 0x9F or 0xC7 <= byte <= 0xC9 or 0xD4 <= byte <= 0xD8
+                or byte >= 0xDC and byte <= 0xDF):
+            opening += 1
+            if opening > max_depth:
+                return True
+    return False
+
+
 @cython.binding(True)
-def msgpack_decoder(unpackb, ext_hook):
+def msgpack_decoder(unpackb, ext_hook, int max_depth=0, too_deep=None):
     """Mirrors centidb.encodings.msgpack_decoder."""
     cdef MsgpackDecode decode = MsgpackDecode.__new__(MsgpackDecode)
     decode.unpackb = unpackb
     decode.ext_hook = ext_hook
+    decode.max_depth = max_depth
+    decode.too_deep = too_deep
     return decode
 
 

@@ -35,8 +35,9 @@ def unpacks_list(data: bytes | bytearray | memoryview, prefix: bytes = b'') -> l
 
 # --- _encodings.pxi: centidb/encodings.py -------------------------------------
 
-def msgpack_decoder(unpackb: Callable[..., Any],
-                    ext_hook: Callable[[int, bytes], Any]) -> Callable[[bytes], Any]: ...
+def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes], Any],
+                    max_depth: int = 0,
+                    too_deep: Callable[[], Exception] | None = None) -> Callable[[bytes], Any]: ...
 
 @disjoint_base
 class MsgpackDecode:

@@ -484,8 +484,21 @@ def msgpack_encoder(make_packer: Callable[[], Any],
     return encode
 
 
-def msgpack_decoder(unpackb: Callable[..., Any],
-                    ext_hook: Callable[[int, bytes], Any]) -> Callable[[bytes], Any]:
+# Every byte that can open a msgpack map, array or extension (a tuple's is
+# one): a value cannot nest deeper than its data holds such bytes.
+_OPENING_BYTES = bytes([*range(0x80, 0xA0), 0xC7, 0xC8, 0xC9, *range(0xD4, 0xD9),
+                        0xDC, 0xDD, 0xDE, 0xDF])
+_OTHER_BYTES = bytes(sorted(set(range(256)) - set(_OPENING_BYTES)))
+
+
+def _too_deep_stored() -> ValueError:
+    return ValueError(f'the stored value nests lists, tuples and dicts more than '
+                      f'{MAX_DEPTH} levels deep (centidb.encodings.MAX_DEPTH)')
+
+
+def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes], Any],
+                    max_depth: int = 0,
+                    too_deep: Callable[[], Exception] | None = None) -> Callable[[bytes], Any]:
     """Return the msgpack encoder's ``decode``: `unpackb` with centidb's options.
 
     Map keys may be any key type, extension types go to `ext_hook`, and a
@@ -494,15 +507,24 @@ def msgpack_decoder(unpackb: Callable[..., Any],
 
     :param unpackb: ``msgpack.unpackb``.
     :param ext_hook: decodes centidb's extension types.
+    :param max_depth: if above 0, a value nesting lists, tuples and dicts
+        deeper raises ``too_deep()``. Only data holding more than
+        `max_depth` bytes that can open a container is walked.
+    :param too_deep: see `max_depth`.
     :returns: ``decode(data) -> value``.
     """
     def decode(data: bytes) -> Any:
         try:
-            return unpackb(data, strict_map_key=False, ext_hook=ext_hook)
+            value = unpackb(data, strict_map_key=False, ext_hook=ext_hook)
         except UnicodeDecodeError:
             # A lone surrogate (or bad bytes); the strict first try costs less.
-            return unpackb(data, strict_map_key=False, ext_hook=ext_hook,
-                           unicode_errors='surrogatepass')
+            value = unpackb(data, strict_map_key=False, ext_hook=ext_hook,
+                            unicode_errors='surrogatepass')
+        if (max_depth > 0 and len(data) > max_depth
+                and len(bytes(data).translate(None, _OTHER_BYTES)) > max_depth
+                and isinstance(value, _CONTAINERS)):
+            _check_nested(value, max_depth, too_deep)  # type: ignore[arg-type]  # given with max_depth
+        return value
     return decode
 
 
@@ -774,7 +796,7 @@ msgpack_decoder = impl.choose(msgpack_decoder)
 msgpack_encoder = impl.choose(msgpack_encoder)
 #: msgpack's ``ext_hook`` for a whole value: its tuples are at level 1.
 _msgpack_ext = _ext_hooks()
-_msgpack_unpackb = msgpack_decoder(_unpackb, _msgpack_ext)
+_msgpack_unpackb = msgpack_decoder(_unpackb, _msgpack_ext, MAX_DEPTH, _too_deep_stored)
 
 #: Encoders and packers every store knows without ``add_encoder()``.
 BUILTIN_ENCODERS = [encoder for encoder in (

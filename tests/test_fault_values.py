@@ -132,8 +132,8 @@ def test_crafted_deep_tuples_raise_corrupt_record(disk_store, depth):
 
 def test_the_decoder_refuses_crafted_depth_directly():
     decode = encodings.make_msgpack_encoder().decode
-    assert decode(crafted_tuples(MAX)) == [nested_tuples(MAX - 1, ())]
-    for depth in (MAX + 1, 20000):
+    assert decode(crafted_tuples(MAX - 1)) == [nested_tuples(MAX - 2, ())]
+    for depth in (MAX, MAX + 1, 20000):
         with pytest.raises(ValueError, match='MAX_DEPTH'):
             decode(crafted_tuples(depth))
     with pytest.raises(ValueError):                 # msgpack's own limit, no recursion
@@ -388,3 +388,26 @@ def test_the_value_campaign_runs_clean():
     assert result['cases'] == 120
     assert result['errors'] == []
     assert result['outcomes'].get('stored') and result['outcomes'].get('refused-deep', 0) >= 0
+
+
+def test_crafted_deep_lists_are_refused_when_read():
+    """Lists nested past MAX_DEPTH, with no tuple (msgpack's own parser takes
+    up to 1,024), are refused too: put() never writes them, and what reads
+    a value (a dump, an index function) need not recurse deeper."""
+    decode = encodings.make_msgpack_encoder().decode
+    assert decode(b'\x91' * MAX + b'\xc0') == wrapped(None, [0] * MAX)
+    for data in (b'\x91' * (MAX + 1) + b'\xc0', b'\x81\xa1k' * (MAX + 1) + b'\xc0',
+                 b'\x92\x01' * 1000 + b'\xc0'):
+        with pytest.raises(ValueError, match='more than 100 levels deep') as info:
+            decode(data)
+        assert not isinstance(info.value, CentiError)     # read as CorruptRecordError
+        with pytest.raises(ValueError, match='more than 100 levels deep'):
+            decode(memoryview(data))
+    store = centidb.open('ListEngine')
+    coll = store.collection('c')
+    store_raw(store, coll, 1, bytes([store._catalog.encoder_id(encodings.PLAIN_PACKER)])
+              + b'\x91' * 1000 + b'\xc0')
+    with pytest.raises(CorruptRecordError, match='more than 100 levels deep'):
+        coll.get(1)
+    wide = {f'k{i}': [[i]] for i in range(300)}          # many containers, shallow
+    assert decode(encodings.make_msgpack_encoder().encode(wide)) == wide
