@@ -2,9 +2,14 @@
 # record reader calls the decoder it makes without a Python call.
 
 from cpython.bytes cimport PyBytes_CheckExact
-from cpython.dict cimport PyDict_Check
-from cpython.list cimport PyList_Check, PyList_CheckExact
-from cpython.tuple cimport PyTuple_Check, PyTuple_CheckExact
+from cpython.dict cimport PyDict_Check, PyDict_CheckExact, PyDict_Next
+from cpython.list cimport PyList_Check, PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.object cimport Py_TYPE, Py_TPFLAGS_LIST_SUBCLASS, Py_TPFLAGS_TUPLE_SUBCLASS, Py_TPFLAGS_DICT_SUBCLASS
+from cpython.ref cimport PyObject
+from cpython.tuple cimport PyTuple_Check, PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
+
+cdef extern from *:
+    int __builtin_popcountll(unsigned long long)
 
 cdef class MsgpackDecode:
     """Mirrors the ``decode`` that centidb.encodings.msgpack_decoder returns."""
@@ -28,9 +33,14 @@ cdef class MsgpackDecode:
 
 cdef bint _may_nest_deeper(data, int max_depth) except -1:
     """Mirrors the test in centidb.encodings.msgpack_decoder: more than
-    `max_depth` bytes of `data` can open a map, an array or an extension."""
+    `max_depth` bytes of `data` can open a map, an array or an extension.
+
+    Every such byte has its high bit set, so the bytes are first counted
+    eight at a time by that bit alone; most records stop there.
+    """
     cdef const unsigned char *at
-    cdef Py_ssize_t size, i, opening = 0
+    cdef Py_ssize_t size, i, words, opening = 0
+    cdef uint64_t word
     cdef unsigned char byte
     if not PyBytes_CheckExact(data):
         data = bytes(data)
@@ -38,6 +48,15 @@ cdef bint _may_nest_deeper(data, int max_depth) except -1:
     if size <= max_depth:
         return False
     at = <const unsigned char *>PyBytes_AS_STRING(data)
+    words = size // 8
+    for i in range(words):
+        memcpy(&word, at + i * 8, 8)
+        opening += __builtin_popcountll(word & 0x8080808080808080ULL)
+    for i in range(words * 8, size):
+        opening += at[i] >> 7
+    if opening <= max_depth:
+        return False
+    opening = 0
     for i in range(size):
         byte = at[i]
         if (0x80 <= byte <= 0x9F or 0xC7 <= byte <= 0xC9 or 0xD4 <= byte <= 0xD8
@@ -63,29 +82,57 @@ cdef inline bint _is_container(object value):
     return PyList_Check(value) or PyTuple_Check(value) or PyDict_Check(value)
 
 
+cdef inline bint _is_container_at(PyObject *value):
+    return (Py_TYPE(<object>value).tp_flags & (Py_TPFLAGS_LIST_SUBCLASS | Py_TPFLAGS_TUPLE_SUBCLASS
+                                            | Py_TPFLAGS_DICT_SUBCLASS)) != 0
+
+
 cdef int _check_nested(object container, int room, object too_deep) except -1:
-    """Mirrors centidb.encodings._check_nested: `container` is the first level."""
+    """Mirrors centidb.encodings._check_nested: `container` is the first level.
+
+    Exact dicts, lists and tuples are read in place; a container met in
+    them is held (a strong reference) while it is walked.
+    """
+    cdef Py_ssize_t pos = 0, i, size
+    cdef PyObject *key
+    cdef PyObject *item
+    cdef object child
     if room <= 0:
         raise too_deep()
-    if PyDict_Check(container):
-        for key in container.keys():
-            if _is_container(key):
-                _check_nested(key, room - 1, too_deep)
-        for item in container.values():
-            if _is_container(item):
-                _check_nested(item, room - 1, too_deep)
+    if PyDict_CheckExact(container):
+        while PyDict_Next(container, &pos, &key, &item):
+            if _is_container_at(key):
+                child = <object>key
+                _check_nested(child, room - 1, too_deep)
+            if _is_container_at(item):
+                child = <object>item
+                _check_nested(child, room - 1, too_deep)
     elif PyList_CheckExact(container):
-        for item in <list>container:
-            if _is_container(item):
-                _check_nested(item, room - 1, too_deep)
+        i = 0
+        while i < PyList_GET_SIZE(container):
+            item = PyList_GET_ITEM(container, i)
+            if _is_container_at(item):
+                child = <object>item
+                _check_nested(child, room - 1, too_deep)
+            i += 1
     elif PyTuple_CheckExact(container):
-        for item in <tuple>container:
-            if _is_container(item):
-                _check_nested(item, room - 1, too_deep)
+        size = PyTuple_GET_SIZE(container)
+        for i in range(size):
+            item = PyTuple_GET_ITEM(container, i)
+            if _is_container_at(item):
+                child = <object>item
+                _check_nested(child, room - 1, too_deep)
+    elif PyDict_Check(container):
+        for child in container.keys():
+            if _is_container(child):
+                _check_nested(child, room - 1, too_deep)
+        for child in container.values():
+            if _is_container(child):
+                _check_nested(child, room - 1, too_deep)
     else:
-        for item in container:
-            if _is_container(item):
-                _check_nested(item, room - 1, too_deep)
+        for child in container:
+            if _is_container(child):
+                _check_nested(child, room - 1, too_deep)
     return 0
 
 

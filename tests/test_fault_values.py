@@ -254,7 +254,7 @@ def test_truncated_zlib_is_refused():
 
 @pytest.mark.parametrize('bad', ['1', 0, -5, 2.0, None])
 def test_max_unpacked_size_is_checked(bad):
-    with pytest.raises((TypeError, ValueError), match='max_unpacked_size'):
+    with pytest.raises((TypeError, ValueError), match='max_unpacked_size must'):
         centidb.open('ListEngine', max_unpacked_size=bad)
 
 
