@@ -8,9 +8,6 @@ from cpython.object cimport Py_TYPE, Py_TPFLAGS_LIST_SUBCLASS, Py_TPFLAGS_TUPLE_
 from cpython.ref cimport PyObject
 from cpython.tuple cimport PyTuple_Check, PyTuple_CheckExact, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 
-cdef extern from *:
-    int __builtin_popcountll(unsigned long long)
-
 cdef class MsgpackDecode:
     """Mirrors the ``decode`` that centidb.encodings.msgpack_decoder returns."""
 
@@ -51,7 +48,9 @@ cdef bint _may_nest_deeper(data, int max_depth) except -1:
     words = size // 8
     for i in range(words):
         memcpy(&word, at + i * 8, 8)
-        opening += __builtin_popcountll(word & 0x8080808080808080ULL)
+        # Each byte's high bit moved to its low bit, then all eight summed
+        # into the top byte by one multiplication.
+        opening += (((word & 0x8080808080808080ULL) >> 7) * 0x0101010101010101ULL) >> 56
     for i in range(words * 8, size):
         opening += at[i] >> 7
     if opening <= max_depth:
