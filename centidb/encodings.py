@@ -774,22 +774,15 @@ def builtin_encoders(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder
     return [packers.get(encoder.name, encoder) for encoder in BUILTIN_ENCODERS]
 
 
-def _packer_named(packers: list[Encoder], name: str) -> Encoder | None:
-    for packer in packers:
-        if packer.name == name:
-            return packer
-    return None
-
-
-_PACKERS = make_packers()
+_PACKERS = {packer.name: packer for packer in make_packers()}
 #: Compresses with zlib (level 6).
-ZLIB_PACKER: Encoder = _PACKERS[0]
+ZLIB_PACKER = _PACKERS['zlib']
 #: Compresses with lz4 (block format); ``None`` without the ``lz4`` package.
-LZ4_PACKER = _packer_named(_PACKERS, 'lz4')
+LZ4_PACKER = _PACKERS.get('lz4')
 #: Compresses with zstd (level 3); ``None`` without the ``zstandard`` package.
-ZSTD_PACKER = _packer_named(_PACKERS, 'zstd')
+ZSTD_PACKER = _PACKERS.get('zstd')
 #: Compresses with snappy; ``None`` without the ``python-snappy`` package.
-SNAPPY_PACKER = _packer_named(_PACKERS, 'snappy')
+SNAPPY_PACKER = _PACKERS.get('snappy')
 
 
 msgpack_decoder = impl.choose(msgpack_decoder)
