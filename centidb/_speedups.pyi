@@ -35,15 +35,17 @@ def unpacks_list(data: bytes | bytearray | memoryview, prefix: bytes = b'') -> l
 
 # --- _encodings.pxi: centidb/encodings.py -------------------------------------
 
-def msgpack_decoder(unpackb: Callable[..., Any],
-                    ext_hook: Callable[[int, bytes], Any]) -> Callable[[bytes], Any]: ...
+def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes], Any],
+                    max_depth: int = 0,
+                    too_deep: Callable[[], Exception] | None = None) -> Callable[[bytes], Any]: ...
 
 @disjoint_base
 class MsgpackDecode:
     def __call__(self, data: bytes) -> Any: ...
 
 def msgpack_encoder(make_packer: Callable[[], Any],
-                    pack_surrogates: Callable[[Any], bytes]) -> Callable[[Any], bytes]: ...
+                    pack_surrogates: Callable[[Any], bytes], max_depth: int,
+                    too_deep: Callable[[], Exception]) -> Callable[[Any], bytes]: ...
 
 @disjoint_base
 class MsgpackEncode:

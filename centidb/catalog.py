@@ -473,12 +473,15 @@ class Catalog(EncoderRegistry):
     and the built-in encoders' ids are written in one write transaction.
 
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param max_unpacked_size: the limit of the built-in packers that read
+        (see :func:`centidb.encodings.make_packers`).
     :raises ~centidb.errors.StoreFormatError: if the engine holds data that
         is not a centidb store, or a store of another format or version, or
         unreadable metadata.
     """
 
-    def __init__(self, txns: TxnManager) -> None:
+    def __init__(self, txns: TxnManager,
+                 max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE) -> None:
         self._txns = txns
         self.engine: Engine = txns.engine
         #: Guards the cache; taken after the engine's writer lock.
@@ -488,7 +491,7 @@ class Catalog(EncoderRegistry):
         # (generation, prefix counter) at which the counter was last seen
         # above every prefix id in use (see next_prefix_id).
         self._prefix_checked: tuple[int, int] | None = None
-        self._encoders = {enc.name: enc for enc in encodings.BUILTIN_ENCODERS
+        self._encoders = {enc.name: enc for enc in encodings.builtin_encoders(max_unpacked_size)
                           if enc is not encodings.PICKLE_ENCODER}
         self._builtin_names = frozenset(enc.name for enc in encodings.BUILTIN_ENCODERS)
         self._encoder_ids: dict[str, int] = {}     # name -> persistent id

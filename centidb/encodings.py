@@ -64,6 +64,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import msgpack
 
 from centidb import impl
+from centidb.errors import ValueTooDeepError
 
 if TYPE_CHECKING:
     from zstandard import ZstdCompressor, ZstdDecompressor
@@ -71,7 +72,8 @@ if TYPE_CHECKING:
 __all__ = ['Encoder', 'Packer', 'make_msgpack_encoder', 'make_json_encoder',
            'PICKLE_ENCODER', 'PLAIN_PACKER', 'ZLIB_PACKER', 'LZ4_PACKER',
            'ZSTD_PACKER', 'SNAPPY_PACKER', 'BUILTIN_ENCODERS', 'msgpack_decoder',
-           'msgpack_encoder']
+           'msgpack_encoder', 'MAX_DEPTH', 'check_depth', 'MAX_UNPACKED_SIZE',
+           'make_packers', 'builtin_encoders']
 
 
 class Encoder:
@@ -165,6 +167,11 @@ _DECIMAL_EXT = 6    # ASCII str(Decimal)
 _EXT_NAMES = {_TUPLE_EXT: 'tuple', _INT_EXT: 'int', _UUID_EXT: 'uuid.UUID',
               _DATETIME_EXT: 'datetime.datetime', _DATE_EXT: 'datetime.date',
               _DECIMAL_EXT: 'decimal.Decimal'}
+
+#: The most levels of lists, tuples and dicts nested in one value. ``put()``
+#: refuses deeper values (:class:`~centidb.errors.ValueTooDeepError`), and
+#: reading refuses stored tuples nested deeper, whatever the bytes say.
+MAX_DEPTH = 100
 
 _INT64_MIN = -2 ** 63           # msgpack's native ints: int64 and uint64
 _UINT64_MAX = 2 ** 64 - 1
@@ -311,18 +318,8 @@ _EXT_DECODERS: dict[int, Callable[[bytes], Any]] = {_INT_EXT: _decode_int, _UUID
                  _DECIMAL_EXT: _decode_decimal}
 
 
-def _msgpack_ext(code: int, data: bytes) -> Any:
-    """msgpack's ``ext_hook``: decode one extension value; never runs stored code.
-
-    Unknown codes come back as :class:`msgpack.ExtType`. A malformed payload
-    raises ``ValueError`` naming the extension.
-    """
-    if code == _TUPLE_EXT:
-        items = _msgpack_unpackb(data)
-        if type(items) is not list:
-            raise ValueError(f'malformed msgpack extension type 1 (tuple): the payload '
-                             f'holds {type(items).__name__!r}, not an array')
-        return tuple(items)
+def _decode_other_ext(code: int, data: bytes) -> Any:
+    """Decode an extension value other than a tuple (unknown codes as ``ExtType``)."""
     decode = _EXT_DECODERS.get(code)
     if decode is None:
         return msgpack.ExtType(code, data)
@@ -332,6 +329,70 @@ def _msgpack_ext(code: int, data: bytes) -> Any:
         shown = data[:40].hex(' ') + (' ...' if len(data) > 40 else '')
         raise ValueError(f'malformed msgpack extension type {code} ({_EXT_NAMES[code]}), '
                          f'payload [{shown}]: {exc}') from None
+
+
+def _make_ext_hook(decode_items: Callable[[bytes], Any] | None) -> Callable[[int, bytes], Any]:
+    """msgpack's ``ext_hook`` for one level of tuple nesting; never runs stored code.
+
+    :param decode_items: decodes the payload of a tuple met at this level
+        (its own tuples are one level deeper); None at ``MAX_DEPTH + 1``,
+        where a tuple is refused.
+    """
+    def ext_hook(code: int, data: bytes) -> Any:
+        if code != _TUPLE_EXT:
+            return _decode_other_ext(code, data)
+        if decode_items is None:
+            raise ValueError(f'tuples nested more than {MAX_DEPTH} deep '
+                             f'(centidb.encodings.MAX_DEPTH)')
+        items = decode_items(data)
+        if type(items) is not list:
+            raise ValueError(f'malformed msgpack extension type 1 (tuple): the payload '
+                             f'holds {type(items).__name__!r}, not an array')
+        return tuple(items)
+    return ext_hook
+
+
+def _unpack_on_heap(data: bytes, *, strict_map_key: bool, ext_hook: Callable[[int, bytes], Any],
+                    unicode_errors: str | None = None) -> Any:
+    """``msgpack.unpackb`` with its parser state on the heap, not the C stack.
+
+    ``unpackb`` keeps about 40 KB of parser state on the C stack, once per
+    nested call: tuples nested deeper than :data:`_STACKED_LEVELS` are
+    decoded with a ``msgpack.Unpacker`` instead, which keeps it in the
+    object, so no input can overflow a thread's stack.
+    """
+    size = len(data)
+    unpacker = msgpack.Unpacker(strict_map_key=strict_map_key, ext_hook=ext_hook,
+                                unicode_errors=unicode_errors, max_buffer_size=max(size, 1))
+    unpacker.feed(data)
+    try:
+        value = unpacker.unpack()
+    except msgpack.OutOfData:
+        raise ValueError('Unpack failed: incomplete input') from None
+    if unpacker.tell() != size:
+        raise msgpack.ExtraData(value, data[unpacker.tell():])
+    return value
+
+
+# Tuple levels whose payloads are decoded by msgpack.unpackb (five times
+# faster than an Unpacker for a small tuple, but about 45 KB of C stack each);
+# deeper ones use _unpack_on_heap (about 2 KB each). Decoding a value nested
+# MAX_DEPTH deep then fits in a thread with a 320 KB stack.
+_STACKED_LEVELS = 1
+
+
+def _ext_hooks() -> Callable[[int, bytes], Any]:
+    """Chain one ext_hook per tuple level, from ``MAX_DEPTH + 1`` (refuses) up to 1.
+
+    The depth of a tuple is known from the hook that meets it, with no
+    counter to keep per thread: each hook decodes a tuple's payload with the
+    next level's hook.
+    """
+    hook = _make_ext_hook(None)
+    for level in range(MAX_DEPTH, 0, -1):
+        unpack = _unpackb if level <= _STACKED_LEVELS else _unpack_on_heap
+        hook = _make_ext_hook(msgpack_decoder(unpack, hook))
+    return hook
 
 
 def _msgpack_packb(value: Any) -> bytes:
@@ -349,8 +410,50 @@ def _msgpack_packb_surrogates(value: Any) -> bytes:
                   default=_msgpack_default, unicode_errors='surrogatepass')
 
 
+_CONTAINERS = (list, tuple, dict)
+
+
+def _too_deep() -> ValueTooDeepError:
+    return ValueTooDeepError(f'the value nests lists, tuples and dicts more than '
+                             f'{MAX_DEPTH} levels deep (centidb.encodings.MAX_DEPTH)')
+
+
+def _check_nested(container: Any, room: int, too_deep: Callable[[], Exception]) -> None:
+    """Raise ``too_deep()`` if `container` holds more than `room` levels of containers.
+
+    `container` (a list, tuple or dict, or a subclass) is the first level.
+    Only the item types that are containers are walked into, found per
+    distinct type: a long list of scalars costs a ``set(map(type, ...))``.
+    """
+    if room <= 0:
+        raise too_deep()
+    parts = ((container.keys(), container.values()) if isinstance(container, dict)
+             else (container,))
+    for part in parts:
+        if any(issubclass(kind, _CONTAINERS) for kind in set(map(type, part))):
+            for item in part:
+                if isinstance(item, _CONTAINERS):
+                    _check_nested(item, room - 1, too_deep)
+
+
+def check_depth(value: Any) -> None:
+    """Check that `value` nests lists, tuples and dicts at most :data:`MAX_DEPTH` deep.
+
+    A scalar has depth 0, ``[1]`` depth 1, ``{'a': (1,)}`` depth 2; dict
+    keys count as well as values. The msgpack and JSON encoders call it
+    before encoding.
+
+    :param value: the value about to be encoded.
+    :raises ~centidb.errors.ValueTooDeepError: if it is deeper, naming the
+        limit.
+    """
+    if isinstance(value, _CONTAINERS):
+        _check_nested(value, MAX_DEPTH, _too_deep)
+
+
 def msgpack_encoder(make_packer: Callable[[], Any],
-                    pack_surrogates: Callable[[Any], bytes]) -> Callable[[Any], bytes]:
+                    pack_surrogates: Callable[[Any], bytes], max_depth: int,
+                    too_deep: Callable[[], Exception]) -> Callable[[Any], bytes]:
     """Return the msgpack encoder's ``encode``: a Packer of each thread's own.
 
     A ``msgpack.Packer`` is not thread-safe, so each thread makes one, once.
@@ -359,11 +462,16 @@ def msgpack_encoder(make_packer: Callable[[], Any],
     :param make_packer: makes a ``msgpack.Packer`` with centidb's options.
     :param pack_surrogates: packs a value holding a ``str`` with a lone
         surrogate (the packer resets itself when it cannot).
+    :param max_depth: the most levels of lists, tuples and dicts a value
+        may nest (:data:`MAX_DEPTH`).
+    :param too_deep: ``too_deep()`` returns the exception for a deeper value.
     :returns: ``encode(value) -> bytes``.
     """
     local = threading.local()
 
     def encode(value: Any) -> bytes:
+        if isinstance(value, _CONTAINERS):
+            _check_nested(value, max_depth, too_deep)
         try:
             packer = local.packer
         except AttributeError:
@@ -376,8 +484,21 @@ def msgpack_encoder(make_packer: Callable[[], Any],
     return encode
 
 
-def msgpack_decoder(unpackb: Callable[..., Any],
-                    ext_hook: Callable[[int, bytes], Any]) -> Callable[[bytes], Any]:
+# Every byte that can open a msgpack map, array or extension (a tuple's is
+# one): a value cannot nest deeper than its data holds such bytes.
+_OPENING_BYTES = bytes([*range(0x80, 0xA0), 0xC7, 0xC8, 0xC9, *range(0xD4, 0xD9),
+                        0xDC, 0xDD, 0xDE, 0xDF])
+_OTHER_BYTES = bytes(sorted(set(range(256)) - set(_OPENING_BYTES)))
+
+
+def _too_deep_stored() -> ValueError:
+    return ValueError(f'the stored value nests lists, tuples and dicts more than '
+                      f'{MAX_DEPTH} levels deep (centidb.encodings.MAX_DEPTH)')
+
+
+def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes], Any],
+                    max_depth: int = 0,
+                    too_deep: Callable[[], Exception] | None = None) -> Callable[[bytes], Any]:
     """Return the msgpack encoder's ``decode``: `unpackb` with centidb's options.
 
     Map keys may be any key type, extension types go to `ext_hook`, and a
@@ -386,15 +507,24 @@ def msgpack_decoder(unpackb: Callable[..., Any],
 
     :param unpackb: ``msgpack.unpackb``.
     :param ext_hook: decodes centidb's extension types.
+    :param max_depth: if above 0, a value nesting lists, tuples and dicts
+        deeper raises ``too_deep()``. Only data holding more than
+        `max_depth` bytes that can open a container is walked.
+    :param too_deep: see `max_depth`.
     :returns: ``decode(data) -> value``.
     """
     def decode(data: bytes) -> Any:
         try:
-            return unpackb(data, strict_map_key=False, ext_hook=ext_hook)
+            value = unpackb(data, strict_map_key=False, ext_hook=ext_hook)
         except UnicodeDecodeError:
             # A lone surrogate (or bad bytes); the strict first try costs less.
-            return unpackb(data, strict_map_key=False, ext_hook=ext_hook,
-                           unicode_errors='surrogatepass')
+            value = unpackb(data, strict_map_key=False, ext_hook=ext_hook,
+                            unicode_errors='surrogatepass')
+        if (max_depth > 0 and len(data) > max_depth
+                and len(bytes(data).translate(None, _OTHER_BYTES)) > max_depth
+                and isinstance(value, _CONTAINERS)):
+            _check_nested(value, max_depth, too_deep)  # type: ignore[arg-type]  # given with max_depth
+        return value
     return decode
 
 
@@ -418,9 +548,11 @@ def make_msgpack_encoder() -> Encoder:
 
     :returns: an exact :class:`Encoder`. Its ``encode`` raises ``TypeError``
         for a value of a type it cannot store (``set``, ``datetime.time``,
-        ...). Its ``decode`` raises ``ValueError`` for bytes that are not
-        msgpack or hold a malformed extension payload (reading a record,
-        the store reports that as
+        ...) and :class:`~centidb.errors.ValueTooDeepError` for a value
+        nested deeper than :data:`MAX_DEPTH`. Its ``decode`` raises
+        ``ValueError`` for bytes that are not msgpack, hold a malformed
+        extension payload or nest tuples deeper than :data:`MAX_DEPTH`
+        (reading a record, the store reports that as
         :class:`~centidb.errors.CorruptRecordError`).
     """
     def make_packer() -> _MsgpackPacker:
@@ -428,7 +560,7 @@ def make_msgpack_encoder() -> Encoder:
             use_bin_type=True, strict_types=True, default=_msgpack_default)
         return packer
 
-    pack = msgpack_encoder(make_packer, _msgpack_packb_surrogates)
+    pack = msgpack_encoder(make_packer, _msgpack_packb_surrogates, MAX_DEPTH, _too_deep)
     return Encoder('msgpack', pack, _msgpack_unpackb, exact=True)
 
 
@@ -442,12 +574,27 @@ def make_json_encoder() -> Encoder:
 
     :returns: an inexact :class:`Encoder`. Its ``encode`` raises
         ``TypeError`` for a value JSON cannot store, ``UnicodeEncodeError``
-        for a ``str`` holding a lone surrogate, and ``ValueError`` for an
-        ``int`` of more digits than ``sys.get_int_max_str_digits()`` allows.
+        for a ``str`` holding a lone surrogate, ``ValueError`` for an
+        ``int`` of more digits than ``sys.get_int_max_str_digits()`` allows,
+        and :class:`~centidb.errors.ValueTooDeepError` for a value nested
+        deeper than :data:`MAX_DEPTH`. Its ``decode`` raises ``ValueError``
+        for bytes that are not JSON, nested too deeply included.
     """
     dumps = json.JSONEncoder(separators=(',', ':'), ensure_ascii=False).encode
-    loads = json.loads
-    return Encoder('json', lambda value: dumps(value).encode('utf-8'), loads)
+
+    def encode(value: Any) -> bytes:
+        check_depth(value)
+        return dumps(value).encode('utf-8')
+
+    return Encoder('json', encode, _json_loads)
+
+
+def _json_loads(data: bytes) -> Any:
+    """``json.loads``, with nesting too deep for Python's parser as ``ValueError``."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError('the JSON nests arrays and objects too deeply to parse') from None
 
 
 def _pickle_dumps(value: Any) -> bytes:
@@ -465,16 +612,64 @@ def _identity(data: bytes) -> bytes:
 #: Stores the encoded bytes as they are.
 PLAIN_PACKER = Encoder('plain', _identity, _identity)
 
-#: Compresses with zlib (level 6).
-ZLIB_PACKER = Encoder('zlib', zlib.compress, zlib.decompress)
+#: The most bytes a built-in packer unpacks one stored value (a record or a
+#: batch) to, unless the store was opened with another ``max_unpacked_size``.
+#: A stored value claiming more raises ``ValueError`` before more than this
+#: is unpacked (reading a record, :class:`~centidb.errors.CorruptRecordError`),
+#: so a small crafted value cannot take a reader's memory.
+MAX_UNPACKED_SIZE = 64 * 1024 * 1024
 
 
-def _zstd_functions(zstandard: ModuleType) -> tuple[Callable[[bytes], bytes],
-                                                      Callable[[bytes], bytes]]:
+def _too_big(name: str, limit: int) -> ValueError:
+    return ValueError(f'the {name} data unpacks to more than {limit} bytes, the '
+                      f'max_unpacked_size limit (a store you trust can be opened with '
+                      f'a larger max_unpacked_size)')
+
+
+_CHUNK = 1024 * 1024
+
+
+def _zlib_decompress(limit: int) -> Callable[[bytes], bytes]:
+    """``zlib.decompress`` that stops after `limit` bytes of output.
+
+    Output comes in pieces of at most 1 MiB, so refusing a bomb holds
+    about `limit` bytes, not the doubling buffer one call would grow.
+    """
+    def decompress(data: bytes) -> bytes:
+        unpacker = zlib.decompressobj()
+        pieces = []
+        total = 0
+        pending = data
+        while not unpacker.eof:
+            piece = unpacker.decompress(pending, min(limit + 1 - total, _CHUNK))
+            total += len(piece)
+            if total > limit:
+                raise _too_big('zlib', limit)
+            pieces.append(piece)
+            pending = unpacker.unconsumed_tail
+            if not (piece or pending or unpacker.eof):
+                raise ValueError('incomplete or truncated zlib stream')
+        return pieces[0] if len(pieces) == 1 else b''.join(pieces)
+    return decompress
+
+
+def _lz4_decompress(decompress: Callable[[bytes], bytes],
+                    limit: int) -> Callable[[bytes], bytes]:
+    """``lz4.block.decompress``, refusing a size header above `limit` before it allocates."""
+    def bounded(data: bytes) -> bytes:
+        if len(data) >= 4 and int.from_bytes(bytes(data[:4]), 'little') > limit:
+            raise _too_big('lz4', limit)
+        return decompress(data)
+    return bounded
+
+
+def _zstd_functions(zstandard: ModuleType, limit: int) -> tuple[Callable[[bytes], bytes],
+                                                                Callable[[bytes], bytes]]:
     """zstd compress/decompress reusing one context per thread.
 
     Contexts are not thread-safe, and making one per call costs more than
-    compressing a small record.
+    compressing a small record. Decompressing refuses a frame whose header
+    gives a size above `limit`, and one without a size that unpacks to more.
     """
     local = threading.local()
 
@@ -492,44 +687,109 @@ def _zstd_functions(zstandard: ModuleType) -> tuple[Callable[[bytes], bytes],
             context = local.decompressor
         except AttributeError:
             context = local.decompressor = zstandard.ZstdDecompressor()
-        return context.decompress(data)
+        size = zstandard.frame_content_size(data)
+        if size > limit:
+            raise _too_big('zstd', limit)
+        if size >= 0:
+            return context.decompress(data)
+        try:
+            return context.decompress(data, max_output_size=limit)
+        except zstandard.ZstdError as exc:
+            raise ValueError(f'the zstd data is corrupt or unpacks to more than {limit} '
+                             f'bytes, the max_unpacked_size limit ({exc})') from None
 
     return compress, decompress
 
 
-def _optional_packers() -> tuple[Encoder | None, Encoder | None, Encoder | None]:
-    """Build the packers whose compression libraries are installed."""
-    lz4: Encoder | None = None
-    zstd: Encoder | None = None
-    snappy: Encoder | None = None
+def _snappy_decompress(decompress: Callable[[bytes], bytes],
+                       limit: int) -> Callable[[bytes], bytes]:
+    """``snappy.decompress``, refusing a length header above `limit` before it allocates."""
+    def bounded(data: bytes) -> bytes:
+        size = shift = 0
+        for byte in bytes(data[:5]):        # the uncompressed length, a varint
+            size |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                break
+        if size > limit:
+            raise _too_big('snappy', limit)
+        return decompress(data)
+    return bounded
+
+
+def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
+    """Return the built-in compressing packers, unpacking at most `max_unpacked_size` bytes.
+
+    :data:`ZLIB_PACKER` and the others are made by this function with
+    :data:`MAX_UNPACKED_SIZE`; a store opened with another
+    ``max_unpacked_size`` reads with packers made by it. Unpacking more than
+    the limit raises ``ValueError`` without unpacking it all.
+
+    :param max_unpacked_size: the most bytes one stored value unpacks to.
+    :returns: a ``list`` of :class:`Encoder`: zlib, then lz4, zstd and
+        snappy where their packages are installed.
+    :raises TypeError: if `max_unpacked_size` is not an ``int``.
+    :raises ValueError: if it is below 1.
+    """
+    limit = max_unpacked_size
+    if type(limit) is not int:
+        raise TypeError(f'max_unpacked_size must be an int, not {type(limit).__name__!r}')
+    if limit < 1:
+        raise ValueError(f'max_unpacked_size must be at least 1, not {limit}')
+    packers = [Encoder('zlib', zlib.compress, _zlib_decompress(limit))]
     try:
         import lz4.block as lz4_block
     except ImportError:
         pass
     else:
-        lz4 = Encoder('lz4', lz4_block.compress, lz4_block.decompress)
+        packers.append(Encoder('lz4', lz4_block.compress,
+                               _lz4_decompress(lz4_block.decompress, limit)))
     try:
         import zstandard
     except ImportError:
         pass
     else:
-        zstd = Encoder('zstd', *_zstd_functions(zstandard))
+        packers.append(Encoder('zstd', *_zstd_functions(zstandard, limit)))
     try:
         import snappy as snappy_module
         snappy_module.compress
     except (ImportError, AttributeError):
         pass
     else:
-        snappy = Encoder('snappy', snappy_module.compress, snappy_module.decompress)
-    return lz4, zstd, snappy
+        packers.append(Encoder('snappy', snappy_module.compress,
+                               _snappy_decompress(snappy_module.decompress, limit)))
+    return packers
+
+
+def builtin_encoders(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
+    """:data:`BUILTIN_ENCODERS`, with packers made by :func:`make_packers`.
+
+    :param max_unpacked_size: as for :func:`make_packers`.
+    :returns: a new ``list``; the encoders (and the plain packer) are the
+        module's own objects.
+    """
+    if max_unpacked_size == MAX_UNPACKED_SIZE and type(max_unpacked_size) is int:
+        return list(BUILTIN_ENCODERS)
+    packers = {packer.name: packer for packer in make_packers(max_unpacked_size)}
+    return [packers.get(encoder.name, encoder) for encoder in BUILTIN_ENCODERS]
+
+
+_PACKERS = {packer.name: packer for packer in make_packers()}
+#: Compresses with zlib (level 6).
+ZLIB_PACKER = _PACKERS['zlib']
+#: Compresses with lz4 (block format); ``None`` without the ``lz4`` package.
+LZ4_PACKER = _PACKERS.get('lz4')
+#: Compresses with zstd (level 3); ``None`` without the ``zstandard`` package.
+ZSTD_PACKER = _PACKERS.get('zstd')
+#: Compresses with snappy; ``None`` without the ``python-snappy`` package.
+SNAPPY_PACKER = _PACKERS.get('snappy')
 
 
 msgpack_decoder = impl.choose(msgpack_decoder)
 msgpack_encoder = impl.choose(msgpack_encoder)
-_msgpack_unpackb = msgpack_decoder(_unpackb, _msgpack_ext)
-
-#: Packers backed by optional packages: ``None`` when not installed.
-LZ4_PACKER, ZSTD_PACKER, SNAPPY_PACKER = _optional_packers()
+#: msgpack's ``ext_hook`` for a whole value: its tuples are at level 1.
+_msgpack_ext = _ext_hooks()
+_msgpack_unpackb = msgpack_decoder(_unpackb, _msgpack_ext, MAX_DEPTH, _too_deep_stored)
 
 #: Encoders and packers every store knows without ``add_encoder()``.
 BUILTIN_ENCODERS = [encoder for encoder in (

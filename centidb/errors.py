@@ -275,3 +275,13 @@ class ChecksumError(CorruptRecordError):
     checksums, instead of returning whatever the damaged bytes decode to.
     The message names the collection and the record's key.
     """
+
+
+# --- values ------------------------------------------------------------------
+
+class ValueTooDeepError(CentiError, ValueError):
+    """A value to store nests lists, tuples and dicts too deeply.
+
+    The limit is :data:`centidb.encodings.MAX_DEPTH` levels of containers;
+    the message names it. Nothing was written.
+    """

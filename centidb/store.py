@@ -62,7 +62,8 @@ def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> Encod
         f'records differently')
 
 
-def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A001 - the API name
+def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
+         max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE, **engine_kwargs: Any) -> Store:
     """Open (or create) a store on a new engine and return the :class:`Store`.
 
     For example ``open('lmdb', path='x.lmdb')`` or ``open('leveldb',
@@ -77,6 +78,7 @@ def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A0
         :data:`~centidb.engines.ENGINES` (``'MemoryEngine'``,
         ``'PlyvelEngine'``, ``'LmdbEngine'``) or
         :data:`~centidb.engines.OPTIONAL_ENGINES` (``'EtcdEngine'``).
+    :param max_unpacked_size: as for :class:`Store`.
     :param engine_kwargs: keyword arguments for the engine's constructor.
     :returns: the :class:`Store`.
     :raises ValueError: for an unknown engine name.
@@ -90,7 +92,7 @@ def open(engine: str | type[Engine], **engine_kwargs: Any) -> Store:  # noqa: A0
     engine_class = get_engine_class(engine)
     instance = engine_class(**engine_kwargs)
     try:
-        return Store(instance)
+        return Store(instance, max_unpacked_size=max_unpacked_size)
     except BaseException:
         instance.close()
         raise
@@ -105,18 +107,27 @@ class Store(CollectionAdmin, StoreHooks):
 
     :param engine: an open :class:`~centidb.engines.Engine` (available as
         ``engine``); closing the store closes it.
-    :raises TypeError: if `engine` is not an ``Engine``.
+    :param max_unpacked_size: the most bytes a built-in packer (zlib, lz4,
+        zstd, snappy) unpacks one stored record or batch to; reading one
+        that claims more raises :class:`~centidb.errors.CorruptRecordError`
+        without unpacking it (default
+        :data:`~centidb.encodings.MAX_UNPACKED_SIZE`, 64 MiB).
+    :raises TypeError: if `engine` is not an ``Engine``, or
+        `max_unpacked_size` not an ``int``.
+    :raises ValueError: if `max_unpacked_size` is below 1.
     :raises ~centidb.errors.StoreFormatError: if the engine holds data that
         is not a centidb store, or a store of another format or version.
     """
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *,
+                 max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
+        encodings.make_packers(max_unpacked_size)       # checks it before anything opens
         self.engine = engine
         self._txns = TxnManager(engine, self, on_write=self._refresh)
         # Clients creating one store at once may conflict: run it again.
-        self._catalog = self._txns.retry_conflicts(Catalog, self._txns)
+        self._catalog = self._txns.retry_conflicts(Catalog, self._txns, max_unpacked_size)
         self._collections: dict[str, Collection] = {}
         self._commit_hooks: list[Callable[[list[Change]], object]] = []
         self._hooks_lock = threading.Lock()     # serializes registering and removing
