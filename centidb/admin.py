@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Callable
 
 from centidb import keylib
-from centidb.catalog import Catalog, CollectionInfo
+from centidb.catalog import Catalog
+from centidb.metarecords import CollectionInfo
 from centidb.collection import Collection
 from centidb.engines import EngineTransaction
 from centidb.errors import CollectionExistsError, StoreFormatError, UnknownCollectionError

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any, Iterable
 from centidb import batches, encodings, keylib
 from centidb.access import Records
 from centidb.batches import BatchView
-from centidb.catalog import Catalog, CollectionInfo
+from centidb.catalog import Catalog
+from centidb.metarecords import CollectionInfo
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
 from centidb.keylib import Key

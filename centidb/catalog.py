@@ -19,289 +19,26 @@ layers only.
 
 from __future__ import annotations
 
-import json
 import threading
-from typing import TYPE_CHECKING, Any, Dict, Iterator, Mapping, cast
+from typing import TYPE_CHECKING, Any
 
-from centidb import checksums, encodings, keylib
+from centidb import encodings, keylib
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction
 from centidb.errors import (
-    CorruptKeyError, PickleNotAllowedError, StoreFormatError, TooManyEncodersError,
+    PickleNotAllowedError, StoreFormatError, TooManyEncodersError,
     UnknownEncoderError,
 )
 from centidb.keylib import Key
+from centidb.metarecords import (
+    CHECKSUM, ENCODER_COUNTER, FORMAT_KEY, FORMAT_NAME, FORMAT_VERSION, GENERATION,
+    GENERATION_KEY, KEY_KINDS, MAX_ENCODER_ID, MAX_GENERATION, MAX_META_BYTES, MAX_PREFIX_ID,
+    PREFIX_COUNTER, CollectionInfo, bad_record, brief_repr, check_format_info, describe,
+    dump_json, int_value, meta_key, parse_key, parse_value, read_record, scan,
+)
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Catalog', 'EncoderRegistry', 'CollectionInfo', 'FORMAT_NAME',
-           'FORMAT_VERSION', 'MAX_ENCODER_ID', 'MAX_PREFIX_ID', 'MAX_GENERATION',
-           'MAX_META_BYTES', 'KEY_KINDS', 'describe', 'parse_key', 'parse_value',
-           'read_record', 'scan', 'check_format_info', 'brief_repr', 'CHECKSUM']
-
-#: A collection's metadata ``dict``, as stored (JSON): ``'id'`` (its prefix
-#: id, an ``int``), ``'encoder'``, ``'packer'`` and ``'counter'`` (names),
-#: ``'key'`` (its key kind, one of :data:`KEY_KINDS`; absent in stores from
-#: before kinds were recorded), ``'batched'`` (true once it held a batch),
-#: ``'checksum'`` (``'crc32'`` if its stored values carry a CRC-32 trailer;
-#: absent: none) and ``'packers'`` (names of the packers its records may use
-#: besides its own and the built-in ones; absent in stores from before packers
-#: were recorded).
-CollectionInfo = Dict[str, Any]
-
-#: Written to ``(0, 'format')`` when a store is created.
-FORMAT_NAME = 'centidb'
-#: The store format version this code reads and writes.
-FORMAT_VERSION = 1
-#: Encoder ids fit in the one-byte record header; 0x80 and up are reserved.
-MAX_ENCODER_ID = 0x7F
-
-#: The largest prefix id. Ids are numbered from 1 by the prefix counter,
-#: which no store counts that far; a larger one is damage.
-MAX_PREFIX_ID = 2 ** 63 - 1
-#: The largest metadata generation (it counts metadata changes).
-MAX_GENERATION = 2 ** 63 - 1
-#: The largest JSON metadata value read: a real one holds a few short fields.
-MAX_META_BYTES = 1 << 16
-
-_META = 0
-_FORMAT_KEY = keylib.packs((_META, 'format'))
-_PREFIX_COUNTER = ('sys', 'prefix')
-_ENCODER_COUNTER = ('sys', 'encoder')
-_GENERATION = ('sys', 'generation')
-_GENERATION_KEY = keylib.packs((_META,) + _GENERATION)   # read as each write begins
-
-#: The key kinds a collection records: how its records get their keys.
-KEY_KINDS = ('key_func', 'txn_key_func', 'auto')
-
-#: ``sys`` counter -> (its name in messages, lowest value, highest value).
-_SYS_COUNTERS = {
-    'prefix': ('the prefix counter', 1, MAX_PREFIX_ID + 1),
-    'encoder': ('the encoder id counter', 1, MAX_ENCODER_ID + 1),
-    'generation': ('the metadata generation', 0, MAX_GENERATION),
-}
-
-
-def _meta_key(*parts: Any) -> bytes:
-    return keylib.packs((_META,) + parts)
-
-
-def _dump(info: Mapping[str, Any]) -> bytes:
-    return json.dumps(info, sort_keys=True).encode('utf-8')
-
-
-def brief_repr(value: object, limit: int = 120) -> str:
-    """``repr(value)`` for a message, cut to `limit` characters.
-
-    An int too long for ``repr`` (Python refuses more than 4300 digits by
-    default) is described by its size instead.
-
-    :param value: any object.
-    :param limit: the longest text returned.
-    """
-    try:
-        text = repr(value)
-    except ValueError:
-        text = (f'<an int of {value.bit_length()} bits>' if isinstance(value, int)
-                else f'<a {type(value).__name__} holding an int too long to print>')
-    return text if len(text) <= limit else text[:limit - 3] + '...'
-
-
-_show = brief_repr
-
-
-def describe(key: Key) -> str:
-    """Words naming the metadata record `key` (its key without the element 0).
-
-    :param key: a key tuple from :func:`parse_key`.
-    """
-    kind = key[0]
-    if kind == 'format':
-        return 'the store format record'
-    if kind == 'sys':
-        return _SYS_COUNTERS[key[1]][0]
-    if kind == 'index':
-        return f'index {_show(key[2])} of collection id {key[1]}'
-    return f'{kind} {_show(key[1])}'
-
-
-def _bad(key: Key, problem: str) -> StoreFormatError:
-    return StoreFormatError(f'{describe(key)} (metadata key {_show((_META,) + key)}): '
-                            f'{problem}')
-
-
-def _named(key: Key, position: int, nonempty: bool = True) -> bool:
-    return type(key[position]) is str and (key[position] != '' or not nonempty)
-
-
-def _known_shape(key: Key) -> bool:
-    """True if `key` (without the element 0) is the key of a metadata record."""
-    kind, size = key[0] if key else None, len(key)
-    if kind == 'format':
-        return size == 1
-    if kind in ('collection', 'encoder', 'counter'):
-        return size == 2 and _named(key, 1, kind != 'counter')
-    if kind == 'index':
-        return (size == 3 and type(key[1]) is int and 1 <= key[1] <= MAX_PREFIX_ID
-                and _named(key, 2))
-    if kind == 'sys':
-        return size == 2 and type(key[1]) is str and key[1] in _SYS_COUNTERS
-    return False
-
-
-def parse_key(key_bytes: bytes) -> Key:
-    """The key of a metadata record, without its element 0, checked.
-
-    :param key_bytes: an engine key under the metadata element ``0``.
-    :raises ~centidb.errors.StoreFormatError: naming the key, if it does not
-        decode or is not the key of any metadata record.
-    """
-    try:
-        key = keylib.unpacks(key_bytes)
-    except CorruptKeyError as exc:
-        raise StoreFormatError(f'metadata key {_show(bytes(key_bytes))} cannot be '
-                               f'decoded ({exc})') from None
-    if not key or type(key[0]) is not int or key[0] != _META or not _known_shape(key[1:]):
-        raise StoreFormatError(f'unknown metadata record {_show(key)}: no metadata '
-                               f'record has this key')
-    return key[1:]
-
-
-def _json_object(key: Key, value: bytes) -> dict[str, Any]:
-    data = bytes(value)
-    if len(data) > MAX_META_BYTES:
-        raise _bad(key, f'its value is {len(data)} bytes, more than the '
-                        f'{MAX_META_BYTES} a metadata record may hold')
-    try:
-        info = json.loads(data.decode('utf-8'))
-    except (ValueError, RecursionError) as exc:
-        raise _bad(key, f'its value is unreadable ({type(exc).__name__}: '
-                        f'{_show(str(exc), 100)}): {_show(data[:80])}') from None
-    if not isinstance(info, dict):
-        raise _bad(key, f'its value is not a JSON object: {_show(info)}')
-    return info
-
-
-def _check_field(key: Key, info: Mapping[str, Any], name: str, kind: type,
-                 lo: int | None = None, hi: int | None = None,
-                 optional: bool = False) -> None:
-    """Check that field `name` of `info` is a `kind` (an int from `lo` to `hi`)."""
-    if optional and name not in info:
-        return
-    if name not in info:
-        raise _bad(key, f'it has no {name!r} field')
-    value: Any = info[name]
-    if type(value) is not kind:
-        article = 'an' if kind is int else 'a'
-        raise _bad(key, f'its {name!r} is {_show(value, 80)}, not {article} {kind.__name__}')
-    if lo is not None and hi is not None and not lo <= cast(int, value) <= hi:
-        raise _bad(key, f'its {name!r} is {_show(value, 80)}, outside {lo} to {hi}')
-
-
-def _int_value(key: Key, value: bytes) -> int:
-    """The int a counter record holds (a 1-tuple packed as a key), checked."""
-    try:
-        held = keylib.unpacks(value)
-    except CorruptKeyError as exc:
-        raise _bad(key, f'its value is unreadable ({exc})') from None
-    if len(held) != 1 or type(held[0]) is not int:
-        raise _bad(key, f'it holds {_show(held, 80)}, not an int')
-    number: int = held[0]
-    if key[0] == 'sys':
-        _, lo, hi = _SYS_COUNTERS[key[1]]
-        if not lo <= number <= hi:
-            raise _bad(key, f'it holds {_show(number, 80)}, outside {lo} to {hi}')
-    return number
-
-
-def parse_value(key: Key, value: bytes) -> Any:
-    """What the metadata record `key` holds, checked field by field.
-
-    The one parser of metadata values: the catalog, ``Store.verify()`` and
-    the command line read every record through it.
-
-    :param key: the record's key, as :func:`parse_key` returns it.
-    :param value: its stored bytes.
-    :returns: an ``int`` for a counter (``'counter'`` and ``'sys'``
-        records), else the JSON object, a ``dict`` whose fields
-        ``docs/format.rst`` lists, each of its type (ids are ints in range).
-    :raises ~centidb.errors.StoreFormatError: naming the record and what is
-        wrong with it.
-    """
-    kind = key[0]
-    if kind in ('counter', 'sys'):
-        return _int_value(key, value)
-    info = _json_object(key, value)
-    if kind == 'format':
-        _check_field(key, info, 'format', str)
-        _check_field(key, info, 'version', int)
-    elif kind == 'encoder':
-        _check_field(key, info, 'id', int, 1, MAX_ENCODER_ID)
-    else:
-        _check_field(key, info, 'id', int, 1, MAX_PREFIX_ID)
-        if kind == 'index':
-            _check_field(key, info, 'unique', bool, optional=True)
-        else:
-            for field in ('encoder', 'packer', 'counter'):
-                _check_field(key, info, field, str)
-            if info.get('key', 'auto') not in KEY_KINDS:
-                raise _bad(key, f'its key kind {_show(info["key"], 80)} is not one of '
-                                f'{", ".join(KEY_KINDS)}')
-            _check_field(key, info, 'batched', bool, optional=True)
-            _check_field(key, info, 'checksum', str, optional=True)
-            if info.get('checksum', CHECKSUM) != CHECKSUM:
-                raise _bad(key, f'its checksum {_show(info["checksum"], 80)} is not '
-                                f'{CHECKSUM!r}')
-            packers = info.get('packers', [])
-            if type(packers) is not list or any(type(name) is not str for name in packers):
-                raise _bad(key, f'its \'packers\' is {_show(packers, 80)}, not a list of '
-                                f'names')
-    return info
-
-
-def read_record(etxn: EngineTransaction, *key: Any) -> Any:
-    """What the metadata record `key` holds (see :func:`parse_value`), or None if absent.
-
-    :param etxn: an :class:`~centidb.engines.EngineTransaction`.
-    :param key: the record's key without the element 0, for example
-        ``'collection', name``.
-    :raises ~centidb.errors.StoreFormatError: if it is malformed.
-    """
-    stored = etxn.get(_meta_key(*key))
-    return None if stored is None else parse_value(key, stored)
-
-
-def scan(etxn: EngineTransaction, *parts: Any) -> Iterator[tuple[Key, Any]]:
-    """Every metadata record whose key starts with `parts`, as ``(key, value)``.
-
-    Keys are without the element 0; values as :func:`parse_value` returns
-    them. Any record in the range that is not a well-formed metadata record
-    raises, so nothing malformed is skipped.
-
-    :param etxn: an :class:`~centidb.engines.EngineTransaction`.
-    :param parts: the first elements of the keys, for example
-        ``'index', collection id``.
-    :raises ~centidb.errors.StoreFormatError: naming the first malformed
-        record.
-    """
-    lo, hi = keylib.prefix_range((_META,) + parts)
-    for key_bytes, value in etxn.items(lo, hi):
-        key = parse_key(key_bytes)
-        yield key, parse_value(key, value)
-
-
-def check_format_info(info: Mapping[str, Any]) -> None:
-    """Check that a parsed format record names this format and version.
-
-    :param info: the format record, as :func:`parse_value` returns it.
-    :raises ~centidb.errors.StoreFormatError: for another format or version.
-    """
-    name, version = info['format'], info['version']
-    if name != FORMAT_NAME:
-        raise StoreFormatError(f'the engine holds a {_show(name)} store, not {FORMAT_NAME!r}')
-    if version != FORMAT_VERSION:
-        raise StoreFormatError(
-            f'the store has format version {_show(version)}; this centidb reads '
-            f'version {FORMAT_VERSION}')
+__all__ = ['Catalog', 'EncoderRegistry']
 
 
 def _holds_data(etxn: EngineTransaction, prefix_id: int) -> bool:
@@ -316,12 +53,8 @@ def _bump(etxn: EngineTransaction, key: Key, n: int, init: int) -> int:
     if value is None:
         value = init
     if n:
-        etxn.put(_meta_key(*key), keylib.packs(value + n))
+        etxn.put(meta_key(*key), keylib.packs(value + n))
     return value  # type: ignore[no-any-return]  # counters parse to int
-
-
-#: The ``checksum`` a collection's metadata may name (see :mod:`centidb.checksums`).
-CHECKSUM = checksums.NAME
 
 
 class EncoderRegistry:
@@ -347,13 +80,13 @@ class EncoderRegistry:
         if stored is not None:
             encoder_id: int = stored['id']
         else:
-            encoder_id = _bump(etxn, _ENCODER_COUNTER, 1, 1)
+            encoder_id = _bump(etxn, ENCODER_COUNTER, 1, 1)
             if encoder_id > MAX_ENCODER_ID:
                 raise TooManyEncodersError(
                     f'cannot number encoder {name!r}: the store has numbered '
                     f'{MAX_ENCODER_ID} encoders and packers, as many as its records '
                     f'can name')
-            etxn.put(_meta_key('encoder', name), _dump({'id': encoder_id}))
+            etxn.put(meta_key('encoder', name), dump_json({'id': encoder_id}))
         with self.lock:
             self._encoder_ids[name] = encoder_id
             self._encoder_names[encoder_id] = name
@@ -503,7 +236,7 @@ class Catalog(EncoderRegistry):
         if not complete:
             with self.engine.begin(write=True) as etxn:
                 if self.check_format(etxn):
-                    etxn.put(_FORMAT_KEY, _dump({'format': FORMAT_NAME,
+                    etxn.put(FORMAT_KEY, dump_json({'format': FORMAT_NAME,
                                                  'version': FORMAT_VERSION}))
                 self.refresh(etxn)
                 for enc in encodings.BUILTIN_ENCODERS:
@@ -529,7 +262,7 @@ class Catalog(EncoderRegistry):
         return False
 
     def _has_builtin_ids(self, etxn: EngineTransaction) -> bool:
-        return all(etxn.get(_meta_key('encoder', enc.name)) is not None
+        return all(etxn.get(meta_key('encoder', enc.name)) is not None
                    for enc in encodings.BUILTIN_ENCODERS)
 
     def refresh(self, etxn: EngineTransaction) -> bool:
@@ -539,8 +272,8 @@ class Catalog(EncoderRegistry):
         :returns: True if the stored generation differed from the cached one
             (the store then reloads its collections).
         """
-        stored = etxn.get(_GENERATION_KEY)
-        generation = 0 if stored is None else _int_value(_GENERATION, stored)
+        stored = etxn.get(GENERATION_KEY)
+        generation = 0 if stored is None else int_value(GENERATION, stored)
         if generation == self.generation:
             return False
         with self.lock:
@@ -549,7 +282,7 @@ class Catalog(EncoderRegistry):
             for key, info in scan(etxn, 'encoder'):
                 encoder_id = info['id']
                 if encoder_id in names:     # records would decode with either packer
-                    raise _bad(key, f'its id {encoder_id} is also the id of encoder '
+                    raise bad_record(key, f'its id {encoder_id} is also the id of encoder '
                                     f'{names[encoder_id]!r}')
                 ids[key[1]] = encoder_id
                 names[encoder_id] = key[1]
@@ -560,7 +293,7 @@ class Catalog(EncoderRegistry):
     def _changed(self, txn: Transaction) -> None:
         """Bump the generation in `txn`: other processes reload at their next write."""
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
-        self.generation = _bump(etxn, _GENERATION, 1, 0) + 1
+        self.generation = _bump(etxn, GENERATION, 1, 0) + 1
         txn.undo.append(self._forget_generation)
 
     def _forget_generation(self) -> None:
@@ -617,7 +350,7 @@ class Catalog(EncoderRegistry):
         }
         if checksum:
             info['checksum'] = CHECKSUM
-        etxn.put(_meta_key('collection', name), _dump(info))
+        etxn.put(meta_key('collection', name), dump_json(info))
         self._took_prefix_id(txn, prefix_id)
         return info, True
 
@@ -629,7 +362,7 @@ class Catalog(EncoderRegistry):
         :param info: its metadata ``dict``.
         """
         txn.engine_txn.put(  # type: ignore[union-attr]  # txn is open
-            _meta_key('collection', name), _dump(info))
+            meta_key('collection', name), dump_json(info))
         self._changed(txn)
 
     def drop_collection(self, txn: Transaction, name: str, info: CollectionInfo) -> None:
@@ -647,11 +380,11 @@ class Catalog(EncoderRegistry):
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
         coll_id = info['id']
         for index_name in self.index_ids(etxn, coll_id):
-            etxn.delete(_meta_key('index', coll_id, index_name))
-        etxn.delete(_meta_key('collection', name))
+            etxn.delete(meta_key('index', coll_id, index_name))
+        etxn.delete(meta_key('collection', name))
         counter = info['counter']
         if counter == f'{name}:key' and not self._counted_by_another(etxn, name, counter):
-            etxn.delete(_meta_key('counter', counter))
+            etxn.delete(meta_key('counter', counter))
         self._changed(txn)
 
     def rename_collection(self, txn: Transaction, old: str, new: str,
@@ -675,14 +408,14 @@ class Catalog(EncoderRegistry):
         if (counter == f'{old}:key'
                 and not self._counted_by_another(etxn, old, counter)
                 and not self._counted_by_another(etxn, old, target)
-                and etxn.get(_meta_key('counter', target)) is None):
-            value = etxn.get(_meta_key('counter', counter))
+                and etxn.get(meta_key('counter', target)) is None):
+            value = etxn.get(meta_key('counter', counter))
             if value is not None:
-                etxn.put(_meta_key('counter', target), value)
-                etxn.delete(_meta_key('counter', counter))
+                etxn.put(meta_key('counter', target), value)
+                etxn.delete(meta_key('counter', counter))
             info = dict(info, counter=target)
-        etxn.delete(_meta_key('collection', old))
-        etxn.put(_meta_key('collection', new), _dump(info))
+        etxn.delete(meta_key('collection', old))
+        etxn.put(meta_key('collection', new), dump_json(info))
         self._changed(txn)
         return info
 
@@ -722,21 +455,21 @@ class Catalog(EncoderRegistry):
         while _holds_data(etxn, prefix_id):
             prefix_id += 1
         if prefix_id > MAX_PREFIX_ID:
-            raise _bad(_PREFIX_COUNTER, f'no prefix id is left above {counter - 1}')
+            raise bad_record(PREFIX_COUNTER, f'no prefix id is left above {counter - 1}')
         if prefix_id != counter:
-            etxn.put(_meta_key(*_PREFIX_COUNTER), keylib.packs(prefix_id))
+            etxn.put(meta_key(*PREFIX_COUNTER), keylib.packs(prefix_id))
         self._prefix_checked = (state[0], prefix_id)
         return prefix_id
 
     def _prefix_state(self, etxn: EngineTransaction) -> tuple[int, int]:
         """``(metadata generation, prefix counter)`` as stored."""
-        return (read_record(etxn, *_GENERATION) or 0,
-                read_record(etxn, *_PREFIX_COUNTER) or 1)
+        return (read_record(etxn, *GENERATION) or 0,
+                read_record(etxn, *PREFIX_COUNTER) or 1)
 
     def _took_prefix_id(self, txn: Transaction, prefix_id: int) -> None:
         """Move the prefix counter past `prefix_id`, just recorded as used."""
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
-        etxn.put(_meta_key(*_PREFIX_COUNTER), keylib.packs(prefix_id + 1))
+        etxn.put(meta_key(*PREFIX_COUNTER), keylib.packs(prefix_id + 1))
         self._changed(txn)
         # Still checked: if txn aborts, the stored state differs again.
         self._prefix_checked = (self.generation, prefix_id + 1)  # type: ignore[assignment]
@@ -779,12 +512,12 @@ class Catalog(EncoderRegistry):
         owner = (None if state == self._prefix_checked
                  else self._used_prefix_ids(etxn).get(index_id))
         if owner is not None:
-            raise _bad(_PREFIX_COUNTER, f'it gives prefix id {index_id}, which {owner} '
+            raise bad_record(PREFIX_COUNTER, f'it gives prefix id {index_id}, which {owner} '
                                         f'uses; call next_prefix_id() first')
         meta: dict[str, Any] = {'id': index_id}
         if unique:      # absent when false: stores from before read the same
             meta['unique'] = True
-        etxn.put(_meta_key('index', coll_id, name), _dump(meta))
+        etxn.put(meta_key('index', coll_id, name), dump_json(meta))
         self._took_prefix_id(txn, index_id)
         return index_id
 
@@ -796,7 +529,7 @@ class Catalog(EncoderRegistry):
         :param name: the index's name.
         """
         txn.engine_txn.delete(  # type: ignore[union-attr]  # txn is open
-            _meta_key('index', coll_id, name))
+            meta_key('index', coll_id, name))
         self._changed(txn)
 
     # --- counters ----------------------------------------------------------------------
@@ -823,4 +556,4 @@ class Catalog(EncoderRegistry):
         """
         value = read_record(etxn, 'counter', name)
         if (1 if value is None else value) < at_least:
-            etxn.put(_meta_key('counter', name), keylib.packs(at_least))
+            etxn.put(meta_key('counter', name), keylib.packs(at_least))

@@ -19,7 +19,7 @@ import os
 import sys
 from typing import IO, Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
-from centidb import catalog, encodings, engines
+from centidb import encodings, engines, metarecords
 from centidb.engines import ENGINES, Engine, EngineTransaction
 from centidb.errors import CentiError
 from centidb.store import Store
@@ -251,7 +251,7 @@ class CollectionMeta(NamedTuple):
     #: The collection's name.
     name: str
     #: Its stored metadata (``'id'``, ``'encoder'``, ``'packer'``,
-    #: ``'counter'``, ``'key'``, ...; see :data:`centidb.catalog.CollectionInfo`).
+    #: ``'counter'``, ``'key'``, ...; see :data:`centidb.metarecords.CollectionInfo`).
     info: dict[str, Any]
     #: Index name -> whether the index is unique.
     indexes: dict[str, bool]
@@ -262,20 +262,20 @@ def read_metadata(etxn: EngineTransaction) -> tuple[
     """``(format record, collections, counters)`` read from a store's catalog.
 
     Reads the records ``docs/format.rst`` describes under the element ``0``,
-    through the catalog's parser (:func:`centidb.catalog.scan`); a counter
+    through the catalog's parser (:func:`centidb.metarecords.scan`); a counter
     is listed once it has been stored.
 
     :param etxn: an engine transaction on the store.
     :raises ~centidb.errors.StoreFormatError: naming the first malformed
         record read.
     """
-    fmt = catalog.read_record(etxn, 'format') or {}
+    fmt = metarecords.read_record(etxn, 'format') or {}
     collections = []
-    for key, info in catalog.scan(etxn, 'collection'):
+    for key, info in metarecords.scan(etxn, 'collection'):
         indexes = {index_key[2]: index_info.get('unique', False)
-                   for index_key, index_info in catalog.scan(etxn, 'index', info['id'])}
+                   for index_key, index_info in metarecords.scan(etxn, 'index', info['id'])}
         collections.append(CollectionMeta(key[1], info, indexes))
-    counters = {key[1]: value for key, value in catalog.scan(etxn, 'counter')}
+    counters = {key[1]: value for key, value in metarecords.scan(etxn, 'counter')}
     return fmt, collections, counters
 
 

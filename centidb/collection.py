@@ -21,7 +21,8 @@ from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 from centidb import encodings, impl, keylib
 from centidb.batches import BatchView, PackerNotAllowed
 from centidb.bulk import BulkWrites
-from centidb.catalog import Catalog, CollectionInfo
+from centidb.catalog import Catalog
+from centidb.metarecords import CollectionInfo
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
 from centidb.hooks import CollectionHooks

@@ -400,7 +400,7 @@ class CollectionLine:
     :param name: the collection's name.
     :param key_kind: how its records get keys: ``'key_func'``,
         ``'txn_key_func'`` or ``'auto'`` (see
-        :data:`~centidb.catalog.KEY_KINDS`), or None for a collection from a
+        :data:`~centidb.metarecords.KEY_KINDS`), or None for a collection from a
         store that did not record kinds.
     :param encoder: its encoder's name.
     :param packer: its packer's name.

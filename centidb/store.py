@@ -37,7 +37,8 @@ from typing import Any, Callable, Dict, Literal, Tuple, TypeVar
 
 from centidb import encodings
 from centidb.admin import CollectionAdmin, check_name
-from centidb.catalog import FORMAT_NAME, FORMAT_VERSION, Catalog, CollectionInfo
+from centidb.catalog import Catalog
+from centidb.metarecords import CollectionInfo
 from centidb.collection import Collection
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction, get_engine_class
@@ -226,17 +227,6 @@ class Store(CollectionAdmin, StoreHooks):
             unreadable.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
-        coll = self._collection(name, key_func, txn_key_func, encoder, packer, counter_name,
-                                checksum)
-        if checksum is not None and bool(checksum) != coll.checksum:
-            raise ValueError(f'collection {name!r} was created '
-                             f'{"with" if coll.checksum else "without"} checksums')
-        return coll
-
-    def _collection(self, name: str, key_func: Callable[[Any], Any] | None,
-                    txn_key_func: Callable[[Transaction, Any], Any] | None,
-                    encoder: Encoder | None, packer: Encoder | None,
-                    counter_name: str | None, checksum: bool | None) -> Collection:
         self._txns.check_open()
         check_name(name)
         if key_func is not None and txn_key_func is not None:
@@ -244,8 +234,12 @@ class Store(CollectionAdmin, StoreHooks):
         for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
             if func is not None and not callable(func):
                 raise TypeError(f'{label} must be callable')
-        return self._txns.retry_conflicts(self._open_collection_once, name, key_func,
+        coll = self._txns.retry_conflicts(self._open_collection_once, name, key_func,
                                           txn_key_func, encoder, packer, counter_name, checksum)
+        if checksum is not None and bool(checksum) != coll.checksum:
+            raise ValueError(f'collection {name!r} was created '
+                             f'{"with" if coll.checksum else "without"} checksums')
+        return coll
 
     def _open_collection_once(self, name: str, key_func: Callable[[Any], Any] | None,
                               txn_key_func: Callable[[Transaction, Any], Any] | None,

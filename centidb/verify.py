@@ -1,7 +1,7 @@
 """Checking a whole store: what ``Store.verify()`` looks at and reports.
 
 :func:`check_metadata` reads every metadata record through the catalog's
-parser (:func:`centidb.catalog.parse_value`) and checks them against each
+parser (:func:`centidb.metarecords.parse_value`) and checks them against each
 other; :func:`check_collection` reads every stored record of one collection
 (plain or in batches) and every entry of its indexes, in one read
 transaction, and reports what does not hold; :func:`find_orphans` reports
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import AbstractSet, Any, Mapping, NamedTuple, Optional
 
-from centidb import batches, catalog, keylib
-from centidb.catalog import CollectionInfo
+from centidb import batches, keylib, metarecords
+from centidb.metarecords import CollectionInfo
 from centidb.collection import Collection
 from centidb.engines import EngineTransaction
 from centidb.errors import CentiError, CorruptKeyError, StoreFormatError
@@ -37,7 +37,7 @@ class Problem(NamedTuple):
     def __str__(self) -> str:
         where = 'store' if self.collection is None else f'collection {self.collection!r}'
         if self.key is not None:
-            where += f', key {catalog.brief_repr(self.key, 400)}'
+            where += f', key {metarecords.brief_repr(self.key, 400)}'
         return f'{where}: {self.message}'
 
 
@@ -76,14 +76,14 @@ class _Metadata:
                 self.collections[key[1]] = value
             else:
                 self.indexes.setdefault(key[1], {})[key[2]] = value['id']
-            self.owners.setdefault(value['id'], []).append(catalog.describe(key))
+            self.owners.setdefault(value['id'], []).append(metarecords.describe(key))
 
 
 def check_metadata(etxn: EngineTransaction) -> tuple[
         list[Problem], dict[str, CollectionInfo], dict[int, dict[str, int]], dict[str, int]]:
     """Read and check every metadata record (the keys under the element 0).
 
-    Each record must parse (:func:`centidb.catalog.parse_value`); the
+    Each record must parse (:func:`centidb.metarecords.parse_value`); the
     format record must name this format and version; no two collections
     or indexes may share a prefix id; the prefix and encoder counters must
     be above every id in use; every index's collection must exist; no two
@@ -100,12 +100,12 @@ def check_metadata(etxn: EngineTransaction) -> tuple[
     lo = keylib.packs(0)        # every key starting with it, decodable or not
     for key_bytes, value in etxn.items(lo, keylib.next_prefix(lo)):
         try:
-            key = catalog.parse_key(key_bytes)
+            key = metarecords.parse_key(key_bytes)
         except StoreFormatError as exc:
             found.bad(str(exc), _collection_named(key_bytes))
             continue
         try:
-            found.file(key, catalog.parse_value(key, value))
+            found.file(key, metarecords.parse_value(key, value))
         except StoreFormatError as exc:
             found.malformed.add(key)
             found.bad(str(exc), key[1] if key[0] == 'collection' else None)
@@ -129,7 +129,7 @@ def _cross_check(found: _Metadata) -> None:
     bad = found.bad
     if found.format is not None:
         try:
-            catalog.check_format_info(found.format)
+            metarecords.check_format_info(found.format)
         except StoreFormatError as exc:
             bad(str(exc))
     elif ('format',) not in found.malformed and (found.collections or found.encoders):
@@ -164,7 +164,7 @@ def _cross_check(found: _Metadata) -> None:
 
 
 def _brief(value: object) -> str:
-    return catalog.brief_repr(value, 200)
+    return metarecords.brief_repr(value, 200)
 
 
 def _key_of(key_bytes: bytes, prefix: bytes) -> Key | bytes:
@@ -264,7 +264,7 @@ def check_collection(etxn: EngineTransaction, coll: Collection, index_ids: Mappi
         if numbers and max(numbers) >= next_value:
             problems.append(Problem(coll.name, (max(numbers),),
                                     f'the counter {coll.counter_name!r} '
-                                    f'({catalog.brief_repr(next_value, 80)}) '
+                                    f'({metarecords.brief_repr(next_value, 80)}) '
                                     f'would hand out this key again'))
     return problems
 

@@ -14,7 +14,7 @@ reads every collection, runs ``verify()``, reads the catalog as the CLI does
 writes to it, and runs ``verify()`` again.
 
 Each case also hands 20 more mutated records straight to the parser
-(``catalog.parse_key`` and ``parse_value``), which must raise
+(``metarecords.parse_key`` and ``parse_value``), which must raise
 ``StoreFormatError`` or return what ``docs/format.rst`` allows: that is
 where most of the volume comes from.
 
@@ -58,7 +58,7 @@ if __name__ == '__main__':
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import centidb  # noqa: E402
-from centidb import catalog, encodings, keylib  # noqa: E402
+from centidb import encodings, keylib, metarecords  # noqa: E402
 from centidb.cli_common import read_metadata  # noqa: E402
 from centidb.engines import Engine, MemoryEngine  # noqa: E402
 from centidb.engines.lmdb import LmdbEngine  # noqa: E402
@@ -324,7 +324,7 @@ def mutate(rng: random.Random, meta: dict[bytes, bytes]) -> Mutation:
         return Mutation(f'new record {keylib.unpacks(new)!r} = {info!r}', new,
                         json.dumps(info).encode())
     value = keylib.packs(rng.choice(_COUNTER_INTS))
-    return Mutation(f'generation = {catalog.brief_repr(keylib.unpacks(value)[0], 40)}',
+    return Mutation(f'generation = {metarecords.brief_repr(keylib.unpacks(value)[0], 40)}',
             keylib.packs((0, 'sys', 'generation')), value)
 
 
@@ -367,8 +367,8 @@ def _prefix_owners(engine: Engine) -> dict[int, list[str]]:
     owners: dict[int, list[str]] = {}
     with engine.begin() as etxn:
         for kind in ('collection', 'index'):
-            for key, info in catalog.scan(etxn, kind):
-                owners.setdefault(info['id'], []).append(catalog.describe(key))
+            for key, info in metarecords.scan(etxn, kind):
+                owners.setdefault(info['id'], []).append(metarecords.describe(key))
     return owners
 
 
@@ -453,11 +453,11 @@ def _parsed_well(key: Any, value: Any) -> str | None:
     if kind == 'format':
         ok = type(value.get('format')) is str and type(value.get('version')) is int
     else:
-        hi = catalog.MAX_ENCODER_ID if kind == 'encoder' else catalog.MAX_PREFIX_ID
+        hi = metarecords.MAX_ENCODER_ID if kind == 'encoder' else metarecords.MAX_PREFIX_ID
         ok = type(value.get('id')) is int and 1 <= value['id'] <= hi
         if kind == 'collection':
             ok = ok and all(type(value.get(f)) is str for f in ('encoder', 'packer', 'counter'))
-            ok = ok and value.get('key', 'auto') in catalog.KEY_KINDS
+            ok = ok and value.get('key', 'auto') in metarecords.KEY_KINDS
             ok = ok and type(value.get('batched', False)) is bool
         if kind == 'index':
             ok = ok and type(value.get('unique', False)) is bool
@@ -477,8 +477,8 @@ def parse_directly(rng: random.Random, meta: dict[bytes, bytes], count: int,
         if mutation.value is None:
             continue
         try:
-            key = catalog.parse_key(mutation.key)
-            wrong = _parsed_well(key, catalog.parse_value(key, mutation.value))
+            key = metarecords.parse_key(mutation.key)
+            wrong = _parsed_well(key, metarecords.parse_value(key, mutation.value))
         except CentiError:
             continue
         except Exception as exc:        # the finding

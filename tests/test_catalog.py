@@ -12,7 +12,7 @@ import re
 import pytest
 
 import centidb
-from centidb import catalog, encodings, keylib
+from centidb import encodings, keylib, metarecords
 from centidb.cli_common import read_metadata
 from centidb.encodings import Encoder, make_json_encoder, make_msgpack_encoder
 from centidb.engines import ListEngine
@@ -441,7 +441,7 @@ def test_metadata_parser_names_undecodable_keys():
         store.collections()
     assert any('cannot be decoded' in str(problem) for problem in store.verify())
     with pytest.raises(StoreFormatError, match='cannot be decoded'):
-        catalog.parse_key(b'\x00\xff')
+        metarecords.parse_key(b'\x00\xff')
 
 
 def test_read_metadata_returns_the_parsed_catalog():
@@ -458,7 +458,7 @@ def test_read_metadata_returns_the_parsed_catalog():
 def test_two_encoders_with_one_id_refuse_to_open():
     store, engine = _docs_store()
     with engine.begin() as etxn:
-        plain = catalog.read_record(etxn, 'encoder', 'plain')['id']
+        plain = metarecords.read_record(etxn, 'encoder', 'plain')['id']
     engine.put(keylib.packs((0, 'encoder', 'zlib')), json.dumps({'id': plain}).encode())
     with pytest.raises(StoreFormatError, match=f"encoder 'zlib'.*id {plain}"):
         centidb.Store(engine)
@@ -469,8 +469,8 @@ def test_two_encoders_with_one_id_refuse_to_open():
 
 def _prefix_ids(store):
     with store.engine.begin() as etxn:
-        return sorted([info['id'] for _, info in catalog.scan(etxn, 'collection')]
-                      + [info['id'] for _, info in catalog.scan(etxn, 'index')])
+        return sorted([info['id'] for _, info in metarecords.scan(etxn, 'collection')]
+                      + [info['id'] for _, info in metarecords.scan(etxn, 'index')])
 
 
 @pytest.mark.parametrize('counter', [1, 2, 3])

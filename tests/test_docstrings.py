@@ -24,7 +24,7 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, checksums, cli, cli_commands, cli_common, cli_dump, collection,
+    admin, batches, bulk, catalog, checksums, metarecords, cli, cli_commands, cli_common, cli_dump, collection,
     dumpfile, dumpformat,
     encodings, engines, errors, fastpath, impl, index, keyformat, access, fields, hooks, keylib, limits, mapping, model, modelindex, query, records, savepoint,
     store, txn, verify, writing,
@@ -35,7 +35,7 @@ ENGINE_MODULES = [importlib.import_module(f'{engines.__name__}.{info.name}')
                   for info in pkgutil.iter_modules(engines.__path__)]
 
 MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
-           model, modelindex, fields, store, admin, hooks, verify, catalog, collection,
+           model, modelindex, fields, store, admin, hooks, verify, catalog, metarecords, collection,
            bulk, mapping,
            index, query, access, writing,
            savepoint, limits, records, fastpath, txn,

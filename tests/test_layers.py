@@ -28,6 +28,7 @@ LAYERS = [
     ['engines.writelog', 'engines.etcd_client'],
     ['engines.memory', 'engines.leveldb', 'engines.lmdb', 'engines.wrappers', 'engines.etcd'],
     ['engines'],
+    ['metarecords'],
     ['txn'],
     ['catalog', 'batches'],
     ['fastpath'],

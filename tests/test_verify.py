@@ -5,7 +5,7 @@ import json
 import pytest
 
 import centidb
-from centidb import batches, catalog, checksums, keylib
+from centidb import batches, checksums, keylib, metarecords
 from centidb.errors import CorruptRecordError, UnknownIndexError
 from centidb.verify import Problem, key_problem
 from stores import ENGINE_NAMES, open_store
@@ -160,7 +160,7 @@ def test_verify_reports_progress_per_collection_in_name_order(store):
 
 def _meta(store, *key):
     with store.engine.begin() as etxn:
-        return catalog.read_record(etxn, *key)
+        return metarecords.read_record(etxn, *key)
 
 
 def test_two_collections_with_one_prefix_id(store):
