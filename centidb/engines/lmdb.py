@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import bisect
 import collections
+import errno
 import itertools
 import operator
 import os
+import struct
 import sys
 import threading
 import time
@@ -30,13 +32,16 @@ from centidb.engines.paths import file_on_path as _file_on_path
 from centidb.engines.paths import make_directories as _make_directories
 from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.errors import (
+    DatabaseCorruptError,
     DatabaseLockedError,
     DatabaseNotFoundError,
     DatabasePathError,
     DatabasePermissionError,
     EngineError,
+    EngineFailedError,
     MapFullError,
     ReadersFullError,
+    StorageIOError,
     TransactionError,
 )
 
@@ -148,6 +153,7 @@ class LmdbEngine(Engine):
         else:
             data_file = self.path
             self._prepare_file(create_if_missing)
+        _check_data_file(data_file)
         try:
             self._env = lmdb.open(self.path, map_size=map_size,
                                   create=create_if_missing, sync=sync,
@@ -200,7 +206,7 @@ class LmdbEngine(Engine):
                 f'{data_file!r} is a directory, not the data file of an LMDB '
                 f'database')
         if isinstance(exc, lmdb.InvalidError):
-            return DatabasePathError(
+            return DatabaseCorruptError(
                 f'{data_file!r} is not an LMDB data file, or is damaged: {exc}')
         if isinstance(exc, (FileExistsError, IsADirectoryError,
                             NotADirectoryError)) or any(
@@ -208,7 +214,45 @@ class LmdbEngine(Engine):
                 for problem in ('Is a directory', 'Not a directory')):
             return DatabasePathError(
                 f'cannot open the LMDB database at {path!r}: {exc}')
+        if isinstance(exc, lmdb.Error):
+            return self._error(exc, 'opening')
         return EngineError(f'cannot open LMDB database {path!r}: {exc}')
+
+    def _error(self, exc: BaseException, doing: str) -> EngineError:
+        """The centidb error for ``exc``, an ``lmdb.Error`` raised while `doing` something.
+
+        The one place that maps py-lmdb's errors (but for those of opening,
+        which :meth:`_open_error` sorts first, and of a full reader table):
+        damage is :class:`~centidb.errors.DatabaseCorruptError`; a failed
+        read or write :class:`~centidb.errors.StorageIOError`, with
+        ``errno`` when LMDB reports one; a panic (LMDB stopped trusting
+        its own state) :class:`~centidb.errors.EngineFailedError`.
+        """
+        path = self.path
+        if isinstance(exc, lmdb.MapFullError):
+            return self._map_full_error()
+        if isinstance(exc, lmdb.MapResizedError):
+            return EngineError(
+                f'another process grew the LMDB map of {path!r}; it can be '
+                f'followed only when no transaction or iterator of this '
+                f'process is open: finish those and retry')
+        if isinstance(exc, (lmdb.CorruptedError, lmdb.PageNotFoundError,
+                            lmdb.InvalidError, lmdb.BadChecksumError,
+                            lmdb.VersionMismatchError, lmdb.IncompatibleError)):
+            return DatabaseCorruptError(
+                f'LMDB database {path!r} is damaged ({doing}: {exc}); restore '
+                f'it from a backup or a dump')
+        if isinstance(exc, lmdb.PanicError):
+            return EngineFailedError(
+                None, f'LMDB stopped using {path!r} after a fatal error '
+                      f'({doing}: {exc}); close and reopen the store')
+        code = errno.EIO if isinstance(exc, lmdb.DiskError) else _errno_in(str(exc))
+        if code is not None:
+            return StorageIOError(
+                code, f'LMDB {doing} failed in {path!r}: {exc}; the '
+                      f'transaction was aborted and wrote nothing (free disk '
+                      f'space or fix the device, then retry)')
+        return EngineError(f'LMDB {doing} failed in {path!r}: {exc}')
 
     def _check_readers(self) -> int:
         """Free the reader slots of dead processes (``reader_check()``)."""
@@ -331,10 +375,7 @@ class LmdbEngine(Engine):
         except lmdb.MapResizedError as exc:
             self._release_active()
             if not self._adopt_map_size():
-                raise EngineError(
-                    f'another process grew the LMDB map of {self.path!r}; it can be '
-                    f'followed only when no transaction or iterator of this '
-                    f'process is open: finish those and retry') from exc
+                raise self._error(exc, 'beginning a transaction') from exc
             return self._begin(write)
         except lmdb.ReadersFullError as exc:
             self._release_active()
@@ -342,6 +383,9 @@ class LmdbEngine(Engine):
                 self._check_readers()
                 return self._begin(write, retry=False)
             raise self._readers_full_error() from exc
+        except lmdb.Error as exc:
+            self._release_active()
+            raise self._error(exc, 'beginning a transaction') from exc
         except BaseException:
             self._release_active()
             raise
@@ -415,6 +459,8 @@ class LmdbEngine(Engine):
             return None  # too long to have been stored
         except (lmdb.MapResizedError, lmdb.ReadersFullError):
             pass    # the general path follows the map, or frees reader slots
+        except lmdb.Error as exc:
+            raise self._error(exc, 'reading') from exc
         finally:
             self._release_active()
         return super().get(key)
@@ -477,6 +523,8 @@ class _LmdbTransaction(EngineTransaction):
             return self._txn.get(key)
         except lmdb.BadValsizeError:
             return None  # too long to have been stored
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
@@ -545,6 +593,12 @@ class _LmdbTransaction(EngineTransaction):
         if self._state is not _OPEN:
             self._raise_unusable()
         _check_bounds(lo, hi)
+        try:
+            return self._first(lo, hi, reverse)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _first(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Item | None:
         cursor = self._shared_cursor()
         if reverse:
             if _seek_before(cursor, hi) and (lo is None or cursor.key() >= lo):
@@ -555,6 +609,12 @@ class _LmdbTransaction(EngineTransaction):
         return None
 
     def _count(self, lo: bytes | None, hi: bytes | None) -> int:
+        try:
+            return self._count_keys(lo, hi)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _count_keys(self, lo: bytes | None, hi: bytes | None) -> int:
         cursor = self._shared_cursor()
         if not (cursor.first() if lo is None else cursor.set_range(lo)):
             return 0
@@ -584,13 +644,15 @@ class _LmdbTransaction(EngineTransaction):
                 f'key of {len(key)} bytes is too long for LMDB: at most '
                 f'{engine.max_key_size} bytes') from exc
         self.abort()
-        if isinstance(exc, lmdb.MapFullError):
-            raise engine._map_full_error() from exc
-        raise EngineError(
-            f'LMDB error in {engine.path!r}, transaction aborted: {exc}'
-        ) from exc
+        raise engine._error(exc, 'writing') from exc
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
+        try:
+            yield from self._cursor_items(lo, hi, reverse)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _cursor_items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         cursor = self._txn.cursor()
         if reverse:
             found = _seek_before(cursor, hi)
@@ -629,6 +691,13 @@ class _LmdbTransaction(EngineTransaction):
                        values: bool) -> Generator[list[Any], None, None]:
         """The lists of item_chunks (key_chunks without `values`), filled by the
         cursor's own iterator without a Python step per pair."""
+        try:
+            yield from self._chunks(lo, hi, reverse, values)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _chunks(self, lo: bytes | None, hi: bytes | None, reverse: bool,
+                values: bool) -> Generator[list[Any], None, None]:
         cursor = self._txn.cursor()
         pairs: Iterator[Any]
         if reverse:
@@ -644,11 +713,8 @@ class _LmdbTransaction(EngineTransaction):
     def _commit(self) -> None:
         try:
             self._txn.commit()
-        except lmdb.MapFullError as exc:
-            raise self.engine._map_full_error() from exc
         except lmdb.Error as exc:
-            raise EngineError(
-                f'LMDB commit failed in {self.engine.path!r}: {exc}') from exc
+            raise self.engine._error(exc, 'commit') from exc
         finally:
             self._release()
 
@@ -666,6 +732,66 @@ class _LmdbTransaction(EngineTransaction):
             self._fast_replace = self._fast_delete = self._seek_cursor = None
             self._putmulti = None  # type: ignore[assignment]  # used only while open
             self.engine._release_active()
+
+
+# The data file's meta pages (two, at the start), as LMDB lays them out on a
+# 64-bit little-endian machine: a page header of 16 bytes, then the meta
+# fields: magic and version (uint32 each), the map address and size (8 bytes
+# each), two tree descriptors of 48 bytes (the first's first uint32 holds
+# the page size), the last page number used and the transaction id.
+_META_MAGIC = 0xBEEFC0DE
+_META = struct.Struct('<16xII16xI92xQQ')
+
+
+def _check_data_file(data_file: str) -> None:
+    """Refuse an LMDB data file shorter than its meta page says, before LMDB maps it.
+
+    LMDB maps the file and reads pages without checking that the file
+    holds them: a page past the end of a truncated file kills the process
+    with SIGBUS. The live meta page (of the newer of the two transaction
+    ids) names the last page used; the file must reach its end. Files
+    whose meta pages are not LMDB's on this machine are left to LMDB to
+    judge.
+
+    :raises ~centidb.errors.DatabaseCorruptError: if the file is shorter.
+    """
+    try:
+        with open(data_file, 'rb') as f:
+            size = os.fstat(f.fileno()).st_size
+            first = f.read(_META.size)
+            if len(first) < _META.size:
+                raise DatabaseCorruptError(
+                    f'LMDB data file {data_file!r} is truncated: {size} bytes, '
+                    f'too short to hold its meta pages (LMDB writes them when it '
+                    f'creates the file); restore it from a backup or a dump, or '
+                    f'delete the file if the database was never written')
+            magic, version, page_size, last_page, txnid = _META.unpack(first)
+            if magic != _META_MAGIC or page_size < _META.size or page_size & (page_size - 1):
+                return   # not LMDB's layout here: LMDB's own checks report it
+            f.seek(page_size)
+            second = f.read(_META.size)
+    except OSError:
+        return   # unreadable: lmdb.open reports why
+    metas = [(txnid, last_page)]
+    if len(second) == _META.size:
+        magic2, _, _, last2, txnid2 = _META.unpack(second)
+        if magic2 == _META_MAGIC:
+            metas.append((txnid2, last2))
+    _, last_page = max(metas)
+    need = max(last_page + 1, 2) * page_size
+    if size < need:
+        raise DatabaseCorruptError(
+            f'LMDB data file {data_file!r} is truncated: {size} bytes, but its '
+            f'meta page says it holds {last_page + 1} pages of {page_size} '
+            f'bytes ({need} bytes); restore it from a backup or a dump')
+
+
+def _errno_in(message: str) -> int | None:
+    """The errno code whose text ends an LMDB error message, or None."""
+    for code in (errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT, errno.EROFS):
+        if os.strerror(code) in message:
+            return code
+    return None
 
 
 #: ``_put_pairs`` appends lists of at least this many pairs (when in key order).
