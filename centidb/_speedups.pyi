@@ -229,6 +229,10 @@ class FastCalls:
     _seek_cursor: SeekCursor | None
     _token: object
 
+def guarded(call: Callable[[bytes], bytes | None],
+            errors: type[BaseException] | tuple[type[BaseException], ...],
+            mapped: Callable[[BaseException], BaseException]) -> Callable[[bytes], bytes | None]: ...
+
 # --- _txn.pxi: centidb/txn.py --------------------------------------------------
 
 @disjoint_base

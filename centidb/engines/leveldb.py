@@ -17,6 +17,7 @@ from centidb.engines.base import (
     chunked,
     _check_bounds,
 )
+from centidb.engines.fastcalls import guarded
 from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.engines.writelog import _CompactWriteLog
 from centidb.errors import (
@@ -111,18 +112,23 @@ def _open_error(path: str, exc: BaseException, existed: bool) -> EngineError:
     if 'Is a directory' in message or 'Not a directory' in message:
         return DatabasePathError(
             f'cannot open the LevelDB database at {path!r}: {message}')
+    failed_io = _engine_error(path, exc, 'opening')
+    if isinstance(failed_io, StorageIOError) and failed_io.errno in _WRITE_ERRNOS:
+        return failed_io
     if existed or isinstance(exc, plyvel.CorruptionError):
         return DatabaseCorruptError(
             f'{path!r} does not hold a LevelDB database that LevelDB can '
             f'read (it is damaged, or not LevelDB\'s): {message}; restore it '
             f'from a backup or a dump')
-    return _engine_error(path, exc, 'opening')
+    return failed_io
 
 
 # The strerror texts LevelDB's status messages carry, and their errno codes.
 _ERRNO_TEXTS = {os.strerror(code): code for code in (
     errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT, errno.EROFS,
     errno.EACCES, errno.ENOENT)}
+#: The codes of a full disk or a failing device (not of damage).
+_WRITE_ERRNOS = frozenset([errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT, errno.EROFS])
 
 
 def _engine_error(path: str, exc: BaseException, doing: str) -> EngineError:
@@ -134,15 +140,17 @@ def _engine_error(path: str, exc: BaseException, doing: str) -> EngineError:
     message names one).
     """
     message = _plyvel_message(exc)
-    if isinstance(exc, plyvel.CorruptionError) or message.startswith('Corruption'):
+    code = next((number for text, number in _ERRNO_TEXTS.items()
+                 if text in message), None)
+    # A file cut short reads as "Invalid argument" (EINVAL).
+    if (isinstance(exc, plyvel.CorruptionError) or message.startswith('Corruption')
+            or (doing == 'reading' and code not in _WRITE_ERRNOS)):
         return DatabaseCorruptError(
             f'LevelDB database {path!r} is damaged ({doing}: {message}); '
             f'restore it from a backup or a dump')
-    code = next((number for text, number in _ERRNO_TEXTS.items()
-                 if text in message), None)
     return StorageIOError(
-        code, f'LevelDB {doing} failed in {path!r}: {message}; nothing of '
-              f'the transaction was written')
+        code, f'LevelDB {doing} failed in {path!r}: {message}; free disk '
+              f'space or fix the device, then retry')
 
 
 def _plyvel_items(path: str, snapshot: _PlyvelSnapshot, lo: bytes | None,
@@ -241,6 +249,10 @@ class PlyvelEngine(Engine):
             return _PlyvelTransaction(self, write)
         except plyvel.Error as exc:
             raise _engine_error(self.path, exc, 'reading') from exc
+
+    def _read_error(self, exc: BaseException) -> EngineError:
+        """The centidb error for `exc`, a ``plyvel.Error`` raised by a read."""
+        return _engine_error(self.path, exc, 'reading')
 
     def _write_failed(self, exc: BaseException) -> EngineFailedError:
         """Refuse every later write: `exc` (a ``plyvel.Error``) may have torn LevelDB's log.
@@ -361,13 +373,14 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
     def __init__(self, engine: PlyvelEngine, write: bool) -> None:
         super().__init__(engine, write)
         self._snapshot = engine._db.snapshot()
-        self._read_committed = self._snapshot.get
+        # Every read of the snapshot, the unchecked ones too, maps plyvel's errors.
+        self._read_committed = guarded(self._snapshot.get, plyvel.Error, engine._read_error)
         self._seeker: _PlyvelIterator | None = None   # made by the first first()
         if write:
             self._start_log()
         else:
             self._pending = None
-            self._fast_get = self._snapshot.get
+            self._fast_get = self._read_committed
 
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
               reverse: bool = False) -> Item | None:

@@ -759,19 +759,21 @@ def _check_data_file(data_file: str) -> None:
         with open(data_file, 'rb') as f:
             size = os.fstat(f.fileno()).st_size
             first = f.read(_META.size)
-            if len(first) < _META.size:
-                raise DatabaseCorruptError(
-                    f'LMDB data file {data_file!r} is truncated: {size} bytes, '
-                    f'too short to hold its meta pages (LMDB writes them when it '
-                    f'creates the file); restore it from a backup or a dump, or '
-                    f'delete the file if the database was never written')
-            magic, version, page_size, last_page, txnid = _META.unpack(first)
-            if magic != _META_MAGIC or page_size < _META.size or page_size & (page_size - 1):
-                return   # not LMDB's layout here: LMDB's own checks report it
-            f.seek(page_size)
+            page_size = _META.unpack(first)[2] if len(first) == _META.size else 0
+            if 0 < page_size and not page_size & (page_size - 1):
+                f.seek(page_size)
             second = f.read(_META.size)
     except OSError:
         return   # unreadable: lmdb.open reports why
+    if len(first) < _META.size:
+        raise DatabaseCorruptError(
+            f'LMDB data file {data_file!r} is truncated: {size} bytes, too short '
+            f'to hold its meta pages (LMDB writes them when it creates the '
+            f'file); restore it from a backup or a dump, or delete the file if '
+            f'the database was never written')
+    magic, _, page_size, last_page, txnid = _META.unpack(first)
+    if magic != _META_MAGIC or page_size < _META.size or page_size & (page_size - 1):
+        return   # not LMDB's layout here: LMDB's own checks report it
     metas = [(txnid, last_page)]
     if len(second) == _META.size:
         magic2, _, _, last2, txnid2 = _META.unpack(second)
