@@ -314,7 +314,8 @@ def diskfull(trials: int, seed: int, engines: tuple[str, ...] = ENGINES,
                 total['errors'] += figures.pop('errors')
                 total[engine] = figures
                 for k, v in figures.items():
-                    total[k] = total.get(k, 0) + v
+                    if k != 'classes':
+                        total[k] = total.get(k, 0) + v
         finally:
             if mount:
                 subprocess.run(['umount', mount], capture_output=True)
@@ -363,6 +364,9 @@ def _diskfull_batch(batch: list[dict], top: str, mount: str | None,
                     acked.add(int(n))
                 elif kind == 'F':
                     figures['refused'] += 1
+                    name = rest[0].split(':')[0].rsplit('.', 1)[-1]
+                    classes = figures.setdefault('classes', {})
+                    classes[name] = classes.get(name, 0) + 1
                 else:
                     figures['raw'] += 1
                     figures['errors'].append(f"{trial['engine']}: raw error: {' '.join(rest)}")
@@ -378,6 +382,10 @@ def _diskfull_batch(batch: list[dict], top: str, mount: str | None,
 
 # --- damage ------------------------------------------------------------------------
 
+#: Records in each of the damage store's collections ``docs`` and ``log``.
+DAMAGE_RECORDS = 180
+
+
 def build_damage_store(engine: str, path: str) -> dict:
     """Write the small store the damage campaign damages; return what it holds."""
     store = open_store(engine, path)
@@ -385,10 +393,11 @@ def build_damage_store(engine: str, path: str) -> dict:
     log = store.collection('log')
     log.add_index('level', lambda r: r['level'])
     rng = random.Random(7)
+    per_part = DAMAGE_RECORDS // 3
     for part in range(3):
         # Three sessions: LevelDB makes table files and a fresh log.
         with store.begin(write=True) as txn:
-            for i in range(part * 60, part * 60 + 60):
+            for i in range(part * per_part, (part + 1) * per_part):
                 size = 6000 if i % 25 == 0 else rng.randrange(10, 200)
                 docs.put({'id': i, 'n': i, 'grp': i % 7, 'tags': [i % 3, 3 + i % 5],
                           'body': rng.randbytes(size)}, txn=txn)
@@ -418,11 +427,15 @@ def read_all(engine: str, path: str) -> dict:
         log = store.collection('log')
         level = log.add_index('level', lambda r: r['level'])
         out: dict[str, Any] = {}
+        # Gets first, of the keys the store was built with: each reaches its
+        # pages before a scan has.
+        for name, coll, keys in (('docs', docs, range(DAMAGE_RECORDS)),
+                                 ('marks', marks, range(3)),
+                                 ('log', log, range(1, DAMAGE_RECORDS + 1))):
+            out[name + ' get'] = _plain([coll.get(key) for key in keys])
         for name, coll in (('docs', docs), ('marks', marks), ('log', log)):
-            items = list(coll.items())
-            out[name] = _plain(items)
+            out[name] = _plain(list(coll.items()))
             out[name + ' reverse'] = _plain(list(coll.items(reverse=True))[::-1])
-            out[name + ' get'] = _plain([coll.get(key) for key, _ in items])
             out[name + ' count'] = len(coll)
         for name, index in (('grp', docs.indices['grp']), ('tags', docs.indices['tags']),
                             ('level', level)):

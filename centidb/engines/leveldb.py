@@ -264,9 +264,10 @@ class PlyvelEngine(Engine):
         before it.
         """
         cause = _engine_error(self.path, exc, 'writing')
+        code = cause.errno if isinstance(cause, OSError) else None
         failed = EngineFailedError(
-            cause.errno,
-            f'a write to LevelDB database {self.path!r} failed ({cause.strerror or cause}); '
+            code,
+            f'a write to LevelDB database {self.path!r} failed ({_plyvel_message(exc)}); '
             f'the engine refuses every write until the store is reopened: '
             f'free disk space or fix the device, then reopen the store (every '
             f'commit acknowledged before the failure is kept)')
