@@ -75,7 +75,8 @@ cdef class GuardedGet:
 
     cdef object call, errors, mapped
 
-    def __call__(self, key):
+    def get(self, key):
+        """Return ``call(key)``; a library error raises its centidb error."""
         try:
             return self.call(key)
         except self.errors as exc:
@@ -84,8 +85,9 @@ cdef class GuardedGet:
 
 def guarded(call, errors, mapped):
     """Mirrors centidb.engines.fastcalls.guarded."""
-    cdef GuardedGet get = GuardedGet.__new__(GuardedGet)
-    get.call = call
-    get.errors = errors
-    get.mapped = mapped
-    return get
+    cdef GuardedGet guard = GuardedGet.__new__(GuardedGet)
+    guard.call = call
+    guard.errors = errors
+    guard.mapped = mapped
+    # A bound method: called with one argument, no tuple is made.
+    return guard.get
