@@ -11,6 +11,7 @@ import errno
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -194,3 +195,59 @@ def test_driver_reports_missing_campaigns(monkeypatch):
     monkeypatch.setattr(sys, 'path', list(sys.path))
     figures = faults.external('no_such_campaign', 10, 1)
     assert figures['note'] == 'not present' and figures['cases'] == 0
+
+
+def test_guarded_getter_maps_the_library_error():
+    from centidb.engines.fastcalls import guarded
+
+    def mapped(exc):
+        return DatabaseCorruptError(f'mapped {exc}')
+
+    get = guarded({b'a': b'1'}.__getitem__, KeyError, mapped)
+    assert get(b'a') == b'1'
+    with pytest.raises(DatabaseCorruptError, match='mapped') as info:
+        get(b'b')
+    assert isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(TypeError):     # other errors pass as they are
+        get([])
+
+
+def test_damaged_leveldb_table_raises_a_centidb_error_on_every_read(tmp_path):
+    """A table file cut short raised plyvel.IOError from get (the unchecked path too)."""
+    pytest.importorskip('plyvel')
+    import centidb
+    from centidb.engines.leveldb import PlyvelEngine
+    path = str(tmp_path / 'db')
+    store = centidb.open('PlyvelEngine', name=path, create_if_missing=True)
+    coll = store.collection('c', key_func=lambda r: r['id'])
+    coll.put_many([{'id': i, 'body': 'x' * 100} for i in range(3000)])
+    store.close()
+    engine = PlyvelEngine(path)
+    engine.compact()
+    keys = list(engine.keys())
+    engine.close()
+    tables = [name for name in os.listdir(path) if name.endswith('.ldb')]
+    assert tables
+    for name in tables:
+        os.truncate(os.path.join(path, name), os.path.getsize(os.path.join(path, name)) // 2)
+    # A copy for the store: LevelDB may compact the damaged table away
+    # once reads have failed.
+    copy = str(tmp_path / 'copy')
+    shutil.copytree(path, copy)
+    engine = PlyvelEngine(path)
+    try:
+        with pytest.raises(DatabaseCorruptError, match='damaged') as info:
+            for key in keys:
+                engine.get(key)
+        assert path in str(info.value)
+    finally:
+        engine.close()
+    with pytest.raises(DatabaseCorruptError, match='damaged'):
+        store = centidb.open('PlyvelEngine', name=copy)
+        try:
+            coll = store.collection('c', key_func=lambda r: r['id'])
+            with store.begin() as txn:
+                for i in range(3000):
+                    coll.get(i, txn=txn)
+        finally:
+            store.close()
