@@ -124,7 +124,9 @@ def test_truncated_lmdb_file_is_refused_before_it_is_mapped(tmp_path):
     whole = (path / 'data.mdb').read_bytes()
     pages = len(whole) // 4096
     assert pages > 100
-    cuts = [pages * 4096, (pages - 1) * 4096, pages // 2 * 4096, 8192, 4096, 100, 0]
+    # (A file may end up to 64 pages before the last page its meta page
+    # names: LMDB leaves pages it allocated and freed in a commit unwritten.)
+    cuts = [pages * 4096, (pages - 70) * 4096, pages // 4 * 4096, 8192, 4096, 100, 0]
     copies = []
     for cut in cuts:
         copy = tmp_path / f'cut{cut}'

@@ -11,7 +11,6 @@ import errno
 import itertools
 import operator
 import os
-import struct
 import sys
 import threading
 import time
@@ -28,6 +27,7 @@ from centidb.engines.base import (
     chunked,
     _not_bytes,
 )
+from centidb.engines.lmdbmeta import check_data_file as _check_data_file
 from centidb.engines.paths import file_on_path as _file_on_path
 from centidb.engines.paths import make_directories as _make_directories
 from centidb.engines.paths import prepare_directory as _prepare_directory
@@ -219,40 +219,8 @@ class LmdbEngine(Engine):
         return EngineError(f'cannot open LMDB database {path!r}: {exc}')
 
     def _error(self, exc: BaseException, doing: str) -> EngineError:
-        """The centidb error for ``exc``, an ``lmdb.Error`` raised while `doing` something.
-
-        The one place that maps py-lmdb's errors (but for those of opening,
-        which :meth:`_open_error` sorts first, and of a full reader table):
-        damage is :class:`~centidb.errors.DatabaseCorruptError`; a failed
-        read or write :class:`~centidb.errors.StorageIOError`, with
-        ``errno`` when LMDB reports one; a panic (LMDB stopped trusting
-        its own state) :class:`~centidb.errors.EngineFailedError`.
-        """
-        path = self.path
-        if isinstance(exc, lmdb.MapFullError):
-            return self._map_full_error()
-        if isinstance(exc, lmdb.MapResizedError):
-            return EngineError(
-                f'another process grew the LMDB map of {path!r}; it can be '
-                f'followed only when no transaction or iterator of this '
-                f'process is open: finish those and retry')
-        if isinstance(exc, (lmdb.CorruptedError, lmdb.PageNotFoundError,
-                            lmdb.InvalidError, lmdb.BadChecksumError,
-                            lmdb.VersionMismatchError, lmdb.IncompatibleError)):
-            return DatabaseCorruptError(
-                f'LMDB database {path!r} is damaged ({doing}: {exc}); restore '
-                f'it from a backup or a dump')
-        if isinstance(exc, lmdb.PanicError):
-            return EngineFailedError(
-                None, f'LMDB stopped using {path!r} after a fatal error '
-                      f'({doing}: {exc}); close and reopen the store')
-        code = errno.EIO if isinstance(exc, lmdb.DiskError) else _errno_in(str(exc))
-        if code is not None:
-            return StorageIOError(
-                code, f'LMDB {doing} failed in {path!r}: {exc}; the '
-                      f'transaction was aborted and wrote nothing (free disk '
-                      f'space or fix the device, then retry)')
-        return EngineError(f'LMDB {doing} failed in {path!r}: {exc}')
+        """The centidb error for ``exc``, an ``lmdb.Error`` raised while `doing` something."""
+        return _lmdb_error(self, exc, doing)
 
     def _check_readers(self) -> int:
         """Free the reader slots of dead processes (``reader_check()``)."""
@@ -734,58 +702,41 @@ class _LmdbTransaction(EngineTransaction):
             self.engine._release_active()
 
 
-# The data file's meta pages (two, at the start), as LMDB lays them out on a
-# 64-bit little-endian machine: a page header of 16 bytes, then the meta
-# fields: magic and version (uint32 each), the map address and size (8 bytes
-# each), two tree descriptors of 48 bytes (the first's first uint32 holds
-# the page size), the last page number used and the transaction id.
-_META_MAGIC = 0xBEEFC0DE
-_META = struct.Struct('<16xII16xI92xQQ')
+def _lmdb_error(engine: LmdbEngine, exc: BaseException, doing: str) -> EngineError:
+    """The centidb error for ``exc``, an ``lmdb.Error`` `engine` raised while `doing` something.
 
-
-def _check_data_file(data_file: str) -> None:
-    """Refuse an LMDB data file shorter than its meta page says, before LMDB maps it.
-
-    LMDB maps the file and reads pages without checking that the file
-    holds them: a page past the end of a truncated file kills the process
-    with SIGBUS. The live meta page (of the newer of the two transaction
-    ids) names the last page used; the file must reach its end. Files
-    whose meta pages are not LMDB's on this machine are left to LMDB to
-    judge.
-
-    :raises ~centidb.errors.DatabaseCorruptError: if the file is shorter.
+    The one place that maps py-lmdb's errors (but for those of opening,
+    which :meth:`_open_error` sorts first, and of a full reader table):
+    damage is :class:`~centidb.errors.DatabaseCorruptError`; a failed
+    read or write :class:`~centidb.errors.StorageIOError`, with
+    ``errno`` when LMDB reports one; a panic (LMDB stopped trusting
+    its own state) :class:`~centidb.errors.EngineFailedError`.
     """
-    try:
-        with open(data_file, 'rb') as f:
-            size = os.fstat(f.fileno()).st_size
-            first = f.read(_META.size)
-            page_size = _META.unpack(first)[2] if len(first) == _META.size else 0
-            if 0 < page_size and not page_size & (page_size - 1):
-                f.seek(page_size)
-            second = f.read(_META.size)
-    except OSError:
-        return   # unreadable: lmdb.open reports why
-    if len(first) < _META.size:
-        raise DatabaseCorruptError(
-            f'LMDB data file {data_file!r} is truncated: {size} bytes, too short '
-            f'to hold its meta pages (LMDB writes them when it creates the '
-            f'file); restore it from a backup or a dump, or delete the file if '
-            f'the database was never written')
-    magic, _, page_size, last_page, txnid = _META.unpack(first)
-    if magic != _META_MAGIC or page_size < _META.size or page_size & (page_size - 1):
-        return   # not LMDB's layout here: LMDB's own checks report it
-    metas = [(txnid, last_page)]
-    if len(second) == _META.size:
-        magic2, _, _, last2, txnid2 = _META.unpack(second)
-        if magic2 == _META_MAGIC:
-            metas.append((txnid2, last2))
-    _, last_page = max(metas)
-    need = max(last_page + 1, 2) * page_size
-    if size < need:
-        raise DatabaseCorruptError(
-            f'LMDB data file {data_file!r} is truncated: {size} bytes, but its '
-            f'meta page says it holds {last_page + 1} pages of {page_size} '
-            f'bytes ({need} bytes); restore it from a backup or a dump')
+    path = engine.path
+    if isinstance(exc, lmdb.MapFullError):
+        return engine._map_full_error()
+    if isinstance(exc, lmdb.MapResizedError):
+        return EngineError(
+            f'another process grew the LMDB map of {path!r}; it can be '
+            f'followed only when no transaction or iterator of this '
+            f'process is open: finish those and retry')
+    if isinstance(exc, (lmdb.CorruptedError, lmdb.PageNotFoundError,
+                        lmdb.InvalidError, lmdb.BadChecksumError,
+                        lmdb.VersionMismatchError, lmdb.IncompatibleError)):
+        return DatabaseCorruptError(
+            f'LMDB database {path!r} is damaged ({doing}: {exc}); restore '
+            f'it from a backup or a dump')
+    if isinstance(exc, lmdb.PanicError):
+        return EngineFailedError(
+            None, f'LMDB stopped using {path!r} after a fatal error '
+                  f'({doing}: {exc}); close and reopen the store')
+    code = errno.EIO if isinstance(exc, lmdb.DiskError) else _errno_in(str(exc))
+    if code is not None:
+        return StorageIOError(
+            code, f'LMDB {doing} failed in {path!r}: {exc}; the '
+                  f'transaction was aborted and wrote nothing (free disk '
+                  f'space or fix the device, then retry)')
+    return EngineError(f'LMDB {doing} failed in {path!r}: {exc}')
 
 
 def _errno_in(message: str) -> int | None:
