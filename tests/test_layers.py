@@ -23,7 +23,7 @@ LAYERS = [
     ['keylib'],
     ['encodings', 'dumpformat'],
     ['engines.fastcalls'],
-    ['engines.base', 'engines.paths'],
+    ['engines.base', 'engines.paths', 'engines.lmdbmeta'],
     ['engines.writelog', 'engines.etcd_client'],
     ['engines.memory', 'engines.leveldb', 'engines.lmdb', 'engines.wrappers', 'engines.etcd'],
     ['engines'],

@@ -7,7 +7,7 @@ import struct
 
 from centidb.errors import DatabaseCorruptError
 
-__all__ = ['check_data_file']
+__all__ = ['UNWRITTEN_PAGES', 'check_data_file']
 
 # The data file's meta pages (two, at the start), as LMDB lays them out on a
 # 64-bit little-endian machine: a page header of 16 bytes, then the meta
@@ -26,10 +26,12 @@ def check_data_file(data_file: str) -> None:
     LMDB maps the file and reads pages without checking that the file
     holds them: a page past the end of a truncated file kills the process
     with SIGBUS. The live meta page (of the newer of the two transaction
-    ids) names the last page used; the file must reach its end. Files
-    whose meta pages are not LMDB's on this machine are left to LMDB to
-    judge.
+    ids) names the last page used and the roots of the trees: the file must
+    hold the roots and reach within :data:`UNWRITTEN_PAGES` of the last
+    page. Files whose meta pages are not LMDB's on this machine are left to
+    LMDB to judge.
 
+    :param data_file: the path of the data file (``data.mdb``).
     :raises ~centidb.errors.DatabaseCorruptError: if the file is shorter.
     """
     try:
@@ -65,7 +67,7 @@ def check_data_file(data_file: str) -> None:
     need = (last_page + 1) * page_size
     roots = [2] + [root + 1 for root in (free_root, main_root) if root != _NO_PAGE]
     pages = size // page_size
-    if pages < max(roots) or last_page + 1 - pages > _UNWRITTEN_PAGES:
+    if pages < max(roots) or last_page + 1 - pages > UNWRITTEN_PAGES:
         raise DatabaseCorruptError(
             f'LMDB data file {data_file!r} is truncated: {size} bytes, but its '
             f'meta page says it holds {last_page + 1} pages of {page_size} '
@@ -74,4 +76,4 @@ def check_data_file(data_file: str) -> None:
 
 #: How many pages past its end an LMDB data file may name in its meta page
 #: (pages a commit allocated and freed without writing them).
-_UNWRITTEN_PAGES = 64
+UNWRITTEN_PAGES = 64
