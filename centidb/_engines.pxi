@@ -4,7 +4,7 @@
 # from an engine transaction, and through getattr from anything else that
 # stands for one (a savepoint, a write_many's held writes).
 
-TWINS += ('FastCalls',)
+TWINS += ('FastCalls', 'guarded')
 
 
 cdef class FastCalls:
@@ -68,3 +68,26 @@ cdef inline void add_writes(etxn, Py_ssize_t n) except *:
         (<FastCalls>etxn).writes += n
     else:
         etxn.writes += n
+
+
+cdef class GuardedGet:
+    """A getter whose library errors become centidb errors (see guarded)."""
+
+    cdef object call, errors, mapped
+
+    def get(self, key):
+        """Return ``call(key)``; a library error raises its centidb error."""
+        try:
+            return self.call(key)
+        except self.errors as exc:
+            raise self.mapped(exc) from exc
+
+
+def guarded(call, errors, mapped):
+    """Mirrors centidb.engines.fastcalls.guarded."""
+    cdef GuardedGet guard = GuardedGet.__new__(GuardedGet)
+    guard.call = call
+    guard.errors = errors
+    guard.mapped = mapped
+    # A bound method: called with one argument, no tuple is made.
+    return guard.get

@@ -237,6 +237,14 @@ class FastCalls:
     _seek_cursor: SeekCursor | None
     _token: object
 
+@disjoint_base
+class GuardedGet:
+    def get(self, key: bytes) -> bytes | None: ...
+
+def guarded(call: Callable[[bytes], bytes | None],
+            errors: type[BaseException] | tuple[type[BaseException], ...],
+            mapped: Callable[[BaseException], BaseException]) -> Callable[[bytes], bytes | None]: ...
+
 # --- _txn.pxi: centidb/txn.py --------------------------------------------------
 
 @disjoint_base

@@ -24,7 +24,7 @@ from centidb.cli_common import (
     EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE, CliError,
 )
 from centidb.errors import (
-    CentiError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
+    CentiError, CorruptKeyError, CorruptRecordError, DatabaseCorruptError, IndexInconsistentError,
     StoreFormatError,
 )
 
@@ -43,7 +43,8 @@ with --debug and report it); 130 interrupted.
 MESSAGE_LIMIT = 1000
 
 # The error classes that mean the store's bytes are damaged.
-_DAMAGE = (CorruptKeyError, CorruptRecordError, IndexInconsistentError, StoreFormatError)
+_DAMAGE = (CorruptKeyError, CorruptRecordError, DatabaseCorruptError, IndexInconsistentError,
+           StoreFormatError)
 
 
 def _common() -> argparse.ArgumentParser:

@@ -285,3 +285,39 @@ class ValueTooDeepError(CentiError, ValueError):
     The limit is :data:`centidb.encodings.MAX_DEPTH` levels of containers;
     the message names it. Nothing was written.
     """
+
+
+# --- engine faults: damaged files, failed reads and writes ---------------------
+#
+# An engine maps every error its library raises for a damaged file or a
+# failed read or write to one of these, in one function per engine; the
+# message names the database's path, the library's error, and what to do.
+
+class DatabaseCorruptError(DatabasePathError):
+    """The database's files are damaged: the engine found data it cannot read.
+
+    Raised when opening, reading, iterating or verifying. The message names
+    the path and the engine's own report. Restore the store from a backup
+    or a dump; what is still readable can be copied out with
+    ``centidb dump``.
+    """
+
+
+class StorageIOError(EngineError, OSError):
+    """Reading or writing the database's files failed.
+
+    For example: the disk is full (``ENOSPC``), a file grew past the
+    process's size limit (``EFBIG``), or the device reported an I/O error
+    (``EIO``); ``errno`` holds the code when the engine reports one. The
+    transaction that hit it was aborted and wrote nothing.
+    """
+
+
+class EngineFailedError(StorageIOError):
+    """A write failed in a way that leaves the engine unable to write safely.
+
+    The engine refuses every later write and commit with this error until
+    the store is closed and opened again; reopening recovers every commit
+    that was acknowledged before the failure. Reads keep working. Free disk
+    space (or fix the device) before reopening.
+    """

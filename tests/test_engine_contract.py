@@ -29,6 +29,7 @@ from centidb.engines import (
     get_engine_class,
 )
 from centidb.errors import (
+    DatabaseCorruptError,
     DatabaseLockedError,
     DatabaseNotFoundError,
     DatabasePathError,
@@ -1044,7 +1045,7 @@ def test_open_a_damaged_database(tmp_path, kind, create):
     path = tmp_path / 'db'
     path.mkdir()
     (path / MARKER[kind]).write_bytes(b'MANIFEST-000009\n' * 500)
-    raises_about(DatabasePathError, path, kind, create)
+    raises_about(DatabaseCorruptError, path, kind, create)
     (path / MARKER[kind]).unlink()
     (path / MARKER[kind]).mkdir()       # a directory where a file belongs
     raises_about(DatabasePathError, path, kind, create)

@@ -11,7 +11,7 @@ from typing import Callable, Protocol
 
 from centidb import impl
 
-__all__ = ['FastCalls', 'SeekCursor']
+__all__ = ['FastCalls', 'SeekCursor', 'guarded']
 
 
 class SeekCursor(Protocol):
@@ -74,4 +74,25 @@ class FastCalls:
     _seek_cursor: SeekCursor | None = None
 
 
+def guarded(call: Callable[[bytes], bytes | None], errors: type[BaseException] | tuple[type[BaseException], ...],
+            mapped: Callable[[BaseException], BaseException]) -> Callable[[bytes], bytes | None]:
+    """`call` (a getter), raising ``mapped(exc)`` for each exception `exc` of `errors` it raises.
+
+    For an engine's ``_fast_get`` whose library raises its own errors: the
+    callers of the unchecked calls pass on what they raise, so the engine
+    maps them here. Twinned: compiled, one C call with a ``try`` around it.
+
+    :param call: a callable ``(key) -> value or None``.
+    :param errors: the library's exception class (or a tuple of them).
+    :param mapped: returns the centidb error for one of them.
+    """
+    def get(key: bytes) -> bytes | None:
+        try:
+            return call(key)
+        except errors as exc:
+            raise mapped(exc) from exc
+    return get
+
+
 FastCalls = impl.choose(FastCalls)  # type: ignore[misc]
+guarded = impl.choose(guarded)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from typing import TYPE_CHECKING, Any, Generator, Iterator
@@ -16,15 +17,19 @@ from centidb.engines.base import (
     chunked,
     _check_bounds,
 )
+from centidb.engines.fastcalls import guarded
 from centidb.engines.paths import StoreLock, lock_path
 from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.engines.writelog import _CompactWriteLog
 from centidb.errors import (
+    DatabaseCorruptError,
     DatabaseLockedError,
     DatabaseNotFoundError,
     DatabasePathError,
     DatabasePermissionError,
     EngineError,
+    EngineFailedError,
+    StorageIOError,
 )
 
 try:
@@ -105,14 +110,64 @@ def _open_error(path: str, exc: BaseException, existed: bool) -> EngineError:
         return DatabaseNotFoundError(
             f'no LevelDB database at {path!r}; pass create_if_missing=True '
             f'to create one')
-    if existed or isinstance(exc, plyvel.CorruptionError):
+    if 'Is a directory' in message or 'Not a directory' in message:
         return DatabasePathError(
+            f'cannot open the LevelDB database at {path!r}: {message}')
+    failed_io = _engine_error(path, exc, 'opening')
+    if isinstance(failed_io, StorageIOError) and failed_io.errno in _WRITE_ERRNOS:
+        return failed_io
+    if existed or isinstance(exc, plyvel.CorruptionError):
+        return DatabaseCorruptError(
             f'{path!r} does not hold a LevelDB database that LevelDB can '
-            f'read (it is damaged, or not LevelDB\'s): {message}')
-    return EngineError(f'cannot open LevelDB database {path!r}: {message}')
+            f'read (it is damaged, or not LevelDB\'s): {message}; restore it '
+            f'from a backup or a dump')
+    return failed_io
 
 
-def _plyvel_items(snapshot: _PlyvelSnapshot, lo: bytes | None, hi: bytes | None,
+# The strerror texts LevelDB's status messages carry, and their errno codes.
+_ERRNO_TEXTS = {os.strerror(code): code for code in (
+    errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT, errno.EROFS,
+    errno.EACCES, errno.ENOENT)}
+#: The codes of a full disk or a failing device (not of damage).
+_WRITE_ERRNOS = frozenset([errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT, errno.EROFS])
+
+
+def _engine_error(path: str, exc: BaseException, doing: str) -> EngineError:
+    """The centidb error for ``exc``, a ``plyvel.Error`` raised while `doing` something.
+
+    The one place that maps plyvel's errors: damage is
+    :class:`~centidb.errors.DatabaseCorruptError`, a failed read or write
+    :class:`~centidb.errors.StorageIOError` (with ``errno`` when LevelDB's
+    message names one).
+    """
+    message = _plyvel_message(exc)
+    code = next((number for text, number in _ERRNO_TEXTS.items()
+                 if text in message), None)
+    # A file cut short reads as "Invalid argument" (EINVAL).
+    if (isinstance(exc, plyvel.CorruptionError) or message.startswith('Corruption')
+            or (doing == 'reading' and code not in _WRITE_ERRNOS)):
+        return DatabaseCorruptError(
+            f'LevelDB database {path!r} is damaged ({doing}: {message}); '
+            f'restore it from a backup or a dump')
+    return StorageIOError(
+        code, f'LevelDB {doing} failed in {path!r}: {message}; free disk '
+              f'space or fix the device, then retry')
+
+
+def _plyvel_items(path: str, snapshot: _PlyvelSnapshot, lo: bytes | None,
+                  hi: bytes | None, reverse: bool) -> ItemIterator:
+    """Iterate a plyvel snapshot over ``[lo, hi)``, closing the iterator.
+
+    plyvel's errors become centidb's (see ``_engine_error``; `path` is the
+    database's).
+    """
+    try:
+        yield from _plyvel_pairs(snapshot, lo, hi, reverse)
+    except plyvel.Error as exc:
+        raise _engine_error(path, exc, 'reading') from exc
+
+
+def _plyvel_pairs(snapshot: _PlyvelSnapshot, lo: bytes | None, hi: bytes | None,
                   reverse: bool) -> ItemIterator:
     """Iterate a plyvel snapshot over ``[lo, hi)``, closing the iterator.
 
@@ -179,6 +234,8 @@ class PlyvelEngine(Engine):
         super().__init__()
         self.path = os.fspath(path if path is not None else name)  # type: ignore[arg-type]
         self.sync = bool(sync)
+        #: Set by the first failed write: every later write raises it.
+        self._failed: EngineFailedError | None = None
         existed = _prepare_directory(
             self.path, what='LevelDB', create=create_if_missing,
             marker='CURRENT', own_name=_LEVELDB_FILE.match,
@@ -200,7 +257,36 @@ class PlyvelEngine(Engine):
         return f'{type(self).__name__}({self.path!r})'
 
     def _begin(self, write: bool) -> EngineTransaction:
-        return _PlyvelTransaction(self, write)
+        if write and self._failed is not None:
+            raise self._failed
+        try:
+            return _PlyvelTransaction(self, write)
+        except plyvel.Error as exc:
+            raise _engine_error(self.path, exc, 'reading') from exc
+
+    def _read_error(self, exc: BaseException) -> EngineError:
+        """The centidb error for `exc`, a ``plyvel.Error`` raised by a read."""
+        return _engine_error(self.path, exc, 'reading')
+
+    def _write_failed(self, exc: BaseException) -> EngineFailedError:
+        """Refuse every later write: `exc` (a ``plyvel.Error``) may have torn LevelDB's log.
+
+        After a failed log write LevelDB goes on appending to the log past
+        the torn record, and on reopen it drops what follows the tear: so a
+        later commit would be acknowledged and then lost. Reopening reads
+        the log up to the tear, which holds every commit acknowledged
+        before it.
+        """
+        cause = _engine_error(self.path, exc, 'writing')
+        code = cause.errno if isinstance(cause, OSError) else None
+        failed = EngineFailedError(
+            code,
+            f'a write to LevelDB database {self.path!r} failed ({_plyvel_message(exc)}); '
+            f'the engine refuses every write until the store is reopened: '
+            f'free disk space or fix the device, then reopen the store (every '
+            f'commit acknowledged before the failure is kept)')
+        self._failed = failed
+        return failed
 
     def compact(self) -> None:
         """Compact the whole database now, instead of in the background.
@@ -214,7 +300,15 @@ class PlyvelEngine(Engine):
         """
         if self._closed:
             raise self._closed_error()
-        db = self._db
+        if self._failed is not None:
+            raise self._failed
+        try:
+            self._compact_all(self._db)
+        except plyvel.Error as exc:
+            raise self._write_failed(exc) from exc
+
+    @staticmethod
+    def _compact_all(db: _PlyvelDB) -> None:
         # plyvel's compact_range() with no bounds passes LevelDB the empty
         # range ['', ''], which writes the memtable to a table file and
         # merges nothing. The range must end at a key after every key in
@@ -245,7 +339,10 @@ class PlyvelEngine(Engine):
             raise self._closed_error()
         if type(key) is not bytes or not key:
             _bad_key(key)
-        return self._db.get(key)
+        try:
+            return self._db.get(key)
+        except plyvel.Error as exc:
+            raise _engine_error(self.path, exc, 'reading') from exc
 
 
 class _SeekCursor:
@@ -254,17 +351,21 @@ class _SeekCursor:
     :param it: an iterator of ``(key, value)`` over a snapshot.
     """
 
-    __slots__ = ('_it', '_key')
+    __slots__ = ('_it', '_key', '_path')
 
-    def __init__(self, it: _PlyvelIterator) -> None:
+    def __init__(self, it: _PlyvelIterator, path: str) -> None:
         self._it = it
         self._key = b''
+        self._path = path
 
     def set_range(self, key: bytes) -> bool:
         """Move to the first key ``>= key``; False if there is none."""
         it = self._it
-        it.seek(key)
-        found = next(it, None)
+        try:
+            it.seek(key)
+            found = next(it, None)
+        except plyvel.Error as exc:
+            raise _engine_error(self._path, exc, 'reading') from exc
         if found is None:
             return False
         self._key = found[0]
@@ -288,13 +389,14 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
     def __init__(self, engine: PlyvelEngine, write: bool) -> None:
         super().__init__(engine, write)
         self._snapshot = engine._db.snapshot()
-        self._read_committed = self._snapshot.get
+        # Every read of the snapshot, the unchecked ones too, maps plyvel's errors.
+        self._read_committed = guarded(self._snapshot.get, plyvel.Error, engine._read_error)
         self._seeker: _PlyvelIterator | None = None   # made by the first first()
         if write:
             self._start_log()
         else:
             self._pending = None
-            self._fast_get = self._snapshot.get
+            self._fast_get = self._read_committed
 
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
               reverse: bool = False) -> Item | None:
@@ -302,11 +404,17 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
         if self._holds_writes() or self._state is not _OPEN or self.engine._closed:
             return super().first(lo, hi, reverse)
         _check_bounds(lo, hi)
+        try:
+            return self._seek_first(lo, hi, reverse)
+        except plyvel.Error as exc:
+            raise _engine_error(self.engine.path, exc, 'reading') from exc
+
+    def _seek_first(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Item | None:
         it = self._seeker
         if it is None:
             it = self._seeker = self._snapshot.iterator()
             if self._pending is None:   # a read-only snapshot: seeks need no merge
-                self._seek_cursor = _SeekCursor(it)
+                self._seek_cursor = _SeekCursor(it, self.engine.path)
         if reverse:
             if hi is None:
                 it.seek_to_stop()
@@ -330,10 +438,11 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         snapshot = self._snapshot
+        path = self.engine.path
         if self._pending is None:
-            return _plyvel_items(snapshot, lo, hi, reverse)
+            return _plyvel_items(path, snapshot, lo, hi, reverse)
         return self._log_items(
-            lambda lo, hi: _plyvel_items(snapshot, lo, hi, reverse), lo, hi, reverse)
+            lambda lo, hi: _plyvel_items(path, snapshot, lo, hi, reverse), lo, hi, reverse)
 
     def _item_chunks(self, lo: bytes | None, hi: bytes | None,
                      reverse: bool) -> Generator[list[Item], None, None]:
@@ -357,16 +466,24 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             pairs = self._snapshot.iterator(start=lo, stop=hi, include_value=values)
         try:
             yield from chunked(pairs, lo, None, reverse, keys=not values)
+        except plyvel.Error as exc:
+            raise _engine_error(self.engine.path, exc, 'reading') from exc
         finally:
             pairs.close()
 
     def _commit(self) -> None:
         try:
             if self._holds_writes():
-                batch = self.engine._db.write_batch(sync=self.engine.sync)
+                engine = self.engine
+                if engine._failed is not None:
+                    raise engine._failed
+                batch = engine._db.write_batch(sync=engine.sync)
                 # Each write leaves the log as the batch copies it.
                 self._drain_into(batch.put, batch.delete)
-                batch.write()
+                try:
+                    batch.write()
+                except plyvel.Error as exc:
+                    raise engine._write_failed(exc) from exc
         finally:
             self._abort()
 

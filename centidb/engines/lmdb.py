@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+import errno
 import itertools
 import operator
 import os
@@ -26,18 +27,22 @@ from centidb.engines.base import (
     chunked,
     _not_bytes,
 )
+from centidb.engines.lmdbmeta import check_data_file as _check_data_file
 from centidb.engines.paths import StoreLock, lock_path
 from centidb.engines.paths import file_on_path as _file_on_path
 from centidb.engines.paths import make_directories as _make_directories
 from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.errors import (
+    DatabaseCorruptError,
     DatabaseLockedError,
     DatabaseNotFoundError,
     DatabasePathError,
     DatabasePermissionError,
     EngineError,
+    EngineFailedError,
     MapFullError,
     ReadersFullError,
+    StorageIOError,
     TransactionError,
 )
 
@@ -154,6 +159,11 @@ class LmdbEngine(Engine):
         self.store_lock = StoreLock(lock_path(self.path, subdir=lmdb_options['subdir']),
                                     self.path)
         try:
+            _check_data_file(data_file)     # under the lock: compact cannot swap it now
+        except BaseException:
+            self.store_lock.release()
+            raise
+        try:
             self._env = lmdb.open(self.path, map_size=map_size,
                                   create=create_if_missing, sync=sync,
                                   **lmdb_options)
@@ -209,7 +219,7 @@ class LmdbEngine(Engine):
                 f'{data_file!r} is a directory, not the data file of an LMDB '
                 f'database')
         if isinstance(exc, lmdb.InvalidError):
-            return DatabasePathError(
+            return DatabaseCorruptError(
                 f'{data_file!r} is not an LMDB data file, or is damaged: {exc}')
         if isinstance(exc, (FileExistsError, IsADirectoryError,
                             NotADirectoryError)) or any(
@@ -217,7 +227,13 @@ class LmdbEngine(Engine):
                 for problem in ('Is a directory', 'Not a directory')):
             return DatabasePathError(
                 f'cannot open the LMDB database at {path!r}: {exc}')
+        if isinstance(exc, lmdb.Error):
+            return self._error(exc, 'opening')
         return EngineError(f'cannot open LMDB database {path!r}: {exc}')
+
+    def _error(self, exc: BaseException, doing: str) -> EngineError:
+        """The centidb error for ``exc``, an ``lmdb.Error`` raised while `doing` something."""
+        return _lmdb_error(self, exc, doing)
 
     def _check_readers(self) -> int:
         """Free the reader slots of dead processes (``reader_check()``)."""
@@ -340,10 +356,7 @@ class LmdbEngine(Engine):
         except lmdb.MapResizedError as exc:
             self._release_active()
             if not self._adopt_map_size():
-                raise EngineError(
-                    f'another process grew the LMDB map of {self.path!r}; it can be '
-                    f'followed only when no transaction or iterator of this '
-                    f'process is open: finish those and retry') from exc
+                raise self._error(exc, 'beginning a transaction') from exc
             return self._begin(write)
         except lmdb.ReadersFullError as exc:
             self._release_active()
@@ -351,6 +364,9 @@ class LmdbEngine(Engine):
                 self._check_readers()
                 return self._begin(write, retry=False)
             raise self._readers_full_error() from exc
+        except lmdb.Error as exc:
+            self._release_active()
+            raise self._error(exc, 'beginning a transaction') from exc
         except BaseException:
             self._release_active()
             raise
@@ -425,6 +441,8 @@ class LmdbEngine(Engine):
             return None  # too long to have been stored
         except (lmdb.MapResizedError, lmdb.ReadersFullError):
             pass    # the general path follows the map, or frees reader slots
+        except lmdb.Error as exc:
+            raise self._error(exc, 'reading') from exc
         finally:
             self._release_active()
         return super().get(key)
@@ -487,6 +505,8 @@ class _LmdbTransaction(EngineTransaction):
             return self._txn.get(key)
         except lmdb.BadValsizeError:
             return None  # too long to have been stored
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
@@ -555,6 +575,12 @@ class _LmdbTransaction(EngineTransaction):
         if self._state is not _OPEN:
             self._raise_unusable()
         _check_bounds(lo, hi)
+        try:
+            return self._first(lo, hi, reverse)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _first(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Item | None:
         cursor = self._shared_cursor()
         if reverse:
             if _seek_before(cursor, hi) and (lo is None or cursor.key() >= lo):
@@ -565,6 +591,12 @@ class _LmdbTransaction(EngineTransaction):
         return None
 
     def _count(self, lo: bytes | None, hi: bytes | None) -> int:
+        try:
+            return self._count_keys(lo, hi)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _count_keys(self, lo: bytes | None, hi: bytes | None) -> int:
         cursor = self._shared_cursor()
         if not (cursor.first() if lo is None else cursor.set_range(lo)):
             return 0
@@ -594,13 +626,15 @@ class _LmdbTransaction(EngineTransaction):
                 f'key of {len(key)} bytes is too long for LMDB: at most '
                 f'{engine.max_key_size} bytes') from exc
         self.abort()
-        if isinstance(exc, lmdb.MapFullError):
-            raise engine._map_full_error() from exc
-        raise EngineError(
-            f'LMDB error in {engine.path!r}, transaction aborted: {exc}'
-        ) from exc
+        raise engine._error(exc, 'writing') from exc
 
     def _items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
+        try:
+            yield from self._cursor_items(lo, hi, reverse)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _cursor_items(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> ItemIterator:
         cursor = self._txn.cursor()
         if reverse:
             found = _seek_before(cursor, hi)
@@ -639,6 +673,13 @@ class _LmdbTransaction(EngineTransaction):
                        values: bool) -> Generator[list[Any], None, None]:
         """The lists of item_chunks (key_chunks without `values`), filled by the
         cursor's own iterator without a Python step per pair."""
+        try:
+            yield from self._chunks(lo, hi, reverse, values)
+        except lmdb.Error as exc:
+            raise self.engine._error(exc, 'reading') from exc
+
+    def _chunks(self, lo: bytes | None, hi: bytes | None, reverse: bool,
+                values: bool) -> Generator[list[Any], None, None]:
         cursor = self._txn.cursor()
         pairs: Iterator[Any]
         if reverse:
@@ -654,11 +695,8 @@ class _LmdbTransaction(EngineTransaction):
     def _commit(self) -> None:
         try:
             self._txn.commit()
-        except lmdb.MapFullError as exc:
-            raise self.engine._map_full_error() from exc
         except lmdb.Error as exc:
-            raise EngineError(
-                f'LMDB commit failed in {self.engine.path!r}: {exc}') from exc
+            raise self.engine._error(exc, 'commit') from exc
         finally:
             self._release()
 
@@ -676,6 +714,51 @@ class _LmdbTransaction(EngineTransaction):
             self._fast_replace = self._fast_delete = self._seek_cursor = None
             self._putmulti = None  # type: ignore[assignment]  # used only while open
             self.engine._release_active()
+
+
+def _lmdb_error(engine: LmdbEngine, exc: BaseException, doing: str) -> EngineError:
+    """The centidb error for ``exc``, an ``lmdb.Error`` `engine` raised while `doing` something.
+
+    The one place that maps py-lmdb's errors (but for those of opening,
+    which :meth:`_open_error` sorts first, and of a full reader table):
+    damage is :class:`~centidb.errors.DatabaseCorruptError`; a failed
+    read or write :class:`~centidb.errors.StorageIOError`, with
+    ``errno`` when LMDB reports one; a panic (LMDB stopped trusting
+    its own state) :class:`~centidb.errors.EngineFailedError`.
+    """
+    path = engine.path
+    if isinstance(exc, lmdb.MapFullError):
+        return engine._map_full_error()
+    if isinstance(exc, lmdb.MapResizedError):
+        return EngineError(
+            f'another process grew the LMDB map of {path!r}; it can be '
+            f'followed only when no transaction or iterator of this '
+            f'process is open: finish those and retry')
+    if isinstance(exc, (lmdb.CorruptedError, lmdb.PageNotFoundError,
+                        lmdb.InvalidError, lmdb.BadChecksumError,
+                        lmdb.VersionMismatchError, lmdb.IncompatibleError)):
+        return DatabaseCorruptError(
+            f'LMDB database {path!r} is damaged ({doing}: {exc}); restore '
+            f'it from a backup or a dump')
+    if isinstance(exc, lmdb.PanicError):
+        return EngineFailedError(
+            None, f'LMDB stopped using {path!r} after a fatal error '
+                  f'({doing}: {exc}); close and reopen the store')
+    code = errno.EIO if isinstance(exc, lmdb.DiskError) else _errno_in(str(exc))
+    if code is not None:
+        return StorageIOError(
+            code, f'LMDB {doing} failed in {path!r}: {exc}; the '
+                  f'transaction was aborted and wrote nothing (free disk '
+                  f'space or fix the device, then retry)')
+    return EngineError(f'LMDB {doing} failed in {path!r}: {exc}')
+
+
+def _errno_in(message: str) -> int | None:
+    """The errno code whose text ends an LMDB error message, or None."""
+    for code in (errno.ENOSPC, errno.EFBIG, errno.EIO, errno.EDQUOT, errno.EROFS):
+        if os.strerror(code) in message:
+            return code
+    return None
 
 
 #: ``_put_pairs`` appends lists of at least this many pairs (when in key order).

@@ -1,0 +1,255 @@
+"""Full disks and damaged files, on each disk engine: the short run of stress/faults.py.
+
+The campaigns run in child processes of this implementation (pure or
+compiled, as the test run is); ``stress/faults.py --long`` is the full run.
+The first tests pin the engines' own fixes: a LevelDB engine refuses to
+write after a failed write, and a truncated LMDB data file raises instead
+of killing the process with SIGBUS.
+"""
+
+import errno
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from centidb import keylib
+from centidb.errors import (
+    CentiError, DatabaseCorruptError, EngineFailedError, StorageIOError,
+)
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_spec = importlib.util.spec_from_file_location(
+    'faults', os.path.join(ROOT, 'stress', 'faults.py'))
+faults = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(faults)
+
+IMPL = 'compiled' if keylib.IMPL == 'speedups' else 'pure'
+
+
+def run_child(code, *args):
+    """Run `code` in a child of this implementation; its exit status and output."""
+    return subprocess.run([sys.executable, '-c', code, *map(str, args)],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env=dict(os.environ))
+
+
+#: A child that writes 3 KB commits to a PlyvelEngine under a small file
+#: size limit, lifts the limit at the first failure (space was freed) and
+#: writes on; it prints a JSON report.
+LEVELDB_FULL = '''
+import json, resource, signal, sys
+from centidb.engines.leveldb import PlyvelEngine
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+engine = PlyvelEngine(sys.argv[1], create_if_missing=True, sync=sys.argv[2] == '1')
+resource.setrlimit(resource.RLIMIT_FSIZE, (150_000, resource.RLIM_INFINITY))
+acked, errors = [], []
+for i in range(120):
+    try:
+        with engine.begin(write=True) as txn:
+            txn.put(b'k%05d' % i, bytes([i % 256]) * 3000)
+    except Exception as exc:
+        errors.append([type(exc).__module__, type(exc).__name__, getattr(exc, 'errno', None), str(exc)])
+        resource.setrlimit(resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        continue
+    acked.append(i)
+read = engine.get(b'k%05d' % acked[-1]) is not None
+engine.close()
+print(json.dumps({'acked': acked, 'errors': errors, 'read': read}))
+'''
+
+
+@pytest.mark.parametrize('sync', [False, True])
+def test_leveldb_refuses_writes_after_a_failed_write(tmp_path, sync):
+    """A failed log write left LevelDB's log torn; later commits returned and were lost."""
+    pytest.importorskip('plyvel')
+    path = tmp_path / 'db'
+    child = run_child(LEVELDB_FULL, path, int(sync))
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout)
+    acked, errors = report['acked'], report['errors']
+    assert acked and errors and report['read']
+    first, later = errors[0], errors[1:]
+    assert first[:3] == ['centidb.errors', 'EngineFailedError', errno.EFBIG]
+    assert str(path) in first[3] and 'reopen' in first[3]
+    # Every write after the first failure was refused, though space was freed.
+    assert acked == list(range(len(acked))) and len(acked) + len(errors) == 120
+    assert all(error[:2] == ['centidb.errors', 'EngineFailedError'] for error in later)
+    from centidb.engines.leveldb import PlyvelEngine
+    engine = PlyvelEngine(str(path))
+    try:
+        assert [i for i in acked if engine.get(b'k%05d' % i) is None] == []
+        engine.put(b'after', b'reopen')     # writable again
+        assert engine.get(b'after') == b'reopen'
+    finally:
+        engine.close()
+
+
+def test_engine_failed_error_is_a_storage_error():
+    assert issubclass(EngineFailedError, StorageIOError)
+    assert issubclass(StorageIOError, OSError) and issubclass(StorageIOError, CentiError)
+    assert issubclass(DatabaseCorruptError, OSError) and issubclass(DatabaseCorruptError, CentiError)
+    error = EngineFailedError(errno.ENOSPC, 'disk full')
+    assert error.errno == errno.ENOSPC
+
+
+#: A child that opens each LMDB database of argv and counts its keys, a line each.
+LMDB_READ = '''
+import sys
+from centidb.engines.lmdb import LmdbEngine
+for path in sys.argv[1:]:
+    try:
+        engine = LmdbEngine(path)
+        print(sum(1 for _ in engine.items()))
+    except Exception as exc:
+        print(type(exc).__module__, type(exc).__name__, exc)
+    sys.stdout.flush()
+'''
+
+
+def test_truncated_lmdb_file_is_refused_before_it_is_mapped(tmp_path):
+    """A data.mdb cut at a page boundary killed the reader with SIGBUS."""
+    pytest.importorskip('lmdb')
+    from centidb.engines.lmdb import LmdbEngine
+    path = tmp_path / 'db'
+    engine = LmdbEngine(str(path))
+    with engine.begin(write=True) as txn:
+        for i in range(2000):
+            txn.put(b'%05d' % i, bytes(200))
+    engine.close()
+    whole = (path / 'data.mdb').read_bytes()
+    pages = len(whole) // 4096
+    assert pages > 100
+    # (A file may end up to 64 pages before the last page its meta page
+    # names: LMDB leaves pages it allocated and freed in a commit unwritten.)
+    cuts = [pages * 4096, (pages - 70) * 4096, pages // 4 * 4096, 8192, 4096, 100, 0]
+    copies = []
+    for cut in cuts:
+        copy = tmp_path / f'cut{cut}'
+        copy.mkdir()
+        (copy / 'data.mdb').write_bytes(whole[:cut])
+        copies.append(copy)
+    child = run_child(LMDB_READ, *copies)
+    assert child.returncode == 0, (child.returncode, child.stdout, child.stderr)
+    lines = child.stdout.splitlines()
+    assert lines[0] == '2000'
+    assert len(lines) == len(cuts)
+    for copy, line in zip(copies[1:], lines[1:]):
+        assert line.startswith('centidb.errors DatabaseCorruptError'), line
+        assert str(copy / 'data.mdb') in line and 'truncated' in line
+
+
+def test_corrupt_lmdb_page_raises_a_centidb_error(tmp_path):
+    """Flipped page bytes raised lmdb.CorruptedError or PageNotFoundError."""
+    pytest.importorskip('lmdb')
+    from centidb.engines.lmdb import LmdbEngine
+    path = tmp_path / 'db'
+    engine = LmdbEngine(str(path))
+    with engine.begin(write=True) as txn:
+        for i in range(2000):
+            txn.put(b'%05d' % i, bytes(200))
+    engine.close()
+    data = path / 'data.mdb'
+    whole = bytearray(data.read_bytes())
+    # Page 2 onwards hold the tree; spoil the header of every page.
+    for page in range(2, len(whole) // 4096):
+        whole[page * 4096 + 10] ^= 0xff
+    data.write_bytes(bytes(whole))
+    engine = LmdbEngine(str(path))
+    try:
+        with pytest.raises(DatabaseCorruptError, match='damaged') as info:
+            list(engine.items())
+        assert str(path) in str(info.value)
+        with pytest.raises(DatabaseCorruptError):
+            engine.get(b'01000')
+    finally:
+        engine.close()
+
+
+# --- the short campaigns -------------------------------------------------------------
+
+def test_diskfull_campaign_loses_nothing():
+    figures = faults.diskfull(2, 11, log=lambda line: None)
+    print(figures)
+    for engine in faults.ENGINES:
+        assert figures[engine]['trials'] == 2
+        assert figures[engine]['refused'] > 0, 'no write failed: the limit was not reached'
+    assert figures['acked'] > 100
+    assert figures['lost'] == 0
+    assert figures['raw'] == 0 and figures['crashes'] == 0
+    assert figures['errors'] == []
+
+
+def test_damage_campaign_has_no_crash_hang_or_raw_error():
+    figures = faults.damage(30, 11, impls=(IMPL,), log=lambda line: None)
+    print({k: v for k, v in figures.items() if k != 'errors'})
+    assert figures['cases'] == 30 * len(faults.ENGINES)
+    assert figures['error'] > 0
+    assert figures['crash'] == 0 and figures['hang'] == 0 and figures['raw'] == 0, \
+        figures['errors']
+
+
+def test_driver_reports_missing_campaigns(monkeypatch):
+    monkeypatch.setattr(sys, 'path', list(sys.path))
+    figures = faults.external('no_such_campaign', 10, 1)
+    assert figures['note'] == 'not present' and figures['cases'] == 0
+
+
+def test_guarded_getter_maps_the_library_error():
+    from centidb.engines.fastcalls import guarded
+
+    def mapped(exc):
+        return DatabaseCorruptError(f'mapped {exc}')
+
+    get = guarded({b'a': b'1'}.__getitem__, KeyError, mapped)
+    assert get(b'a') == b'1'
+    with pytest.raises(DatabaseCorruptError, match='mapped') as info:
+        get(b'b')
+    assert isinstance(info.value.__cause__, KeyError)
+    with pytest.raises(TypeError):     # other errors pass as they are
+        get([])
+
+
+def test_damaged_leveldb_table_raises_a_centidb_error_on_every_read(tmp_path):
+    """A table file cut short raised plyvel.IOError from get (the unchecked path too)."""
+    pytest.importorskip('plyvel')
+    import centidb
+    from centidb.engines.leveldb import PlyvelEngine
+    path = str(tmp_path / 'db')
+    store = centidb.open('PlyvelEngine', name=path, create_if_missing=True)
+    coll = store.collection('c', key_func=lambda r: r['id'])
+    coll.put_many([{'id': i, 'body': 'x' * 100} for i in range(3000)])
+    store.close()
+    engine = PlyvelEngine(path)
+    engine.compact()
+    keys = list(engine.keys())
+    engine.close()
+    tables = [name for name in os.listdir(path) if name.endswith('.ldb')]
+    assert tables
+    for name in tables:
+        os.truncate(os.path.join(path, name), os.path.getsize(os.path.join(path, name)) // 2)
+    # A copy for the store: LevelDB may compact the damaged table away
+    # once reads have failed.
+    copy = str(tmp_path / 'copy')
+    shutil.copytree(path, copy)
+    engine = PlyvelEngine(path)
+    try:
+        with pytest.raises(DatabaseCorruptError, match='damaged') as info:
+            for key in keys:
+                engine.get(key)
+        assert path in str(info.value)
+    finally:
+        engine.close()
+    with pytest.raises(DatabaseCorruptError, match='damaged'):
+        store = centidb.open('PlyvelEngine', name=copy)
+        try:
+            coll = store.collection('c', key_func=lambda r: r['id'])
+            with store.begin() as txn:
+                for i in range(3000):
+                    coll.get(i, txn=txn)
+        finally:
+            store.close()
