@@ -92,13 +92,15 @@ def test_counts_and_rates(rows):
 def test_ratios_where_promised(rows):
     for row in rows:
         if row['engine'] in CENTIDB:
-            assert float(row['ratio_vs_raw']) > 0 and float(row['ratio_vs_sqlite']) > 0, row
+            # A number is written (two decimals: on a loaded machine a
+            # --quick run's tiny times can round a ratio down to 0.00).
+            assert float(row['ratio_vs_raw']) >= 0 and float(row['ratio_vs_sqlite']) >= 0, row
         else:
             assert row['ratio_vs_raw'] == '', row
             if row['engine'] == 'sqlite3':
                 assert row['ratio_vs_sqlite'] == '', row
         if row['engine'] == 'ListEngine':
-            assert float(row['ratio_vs_lmdbengine']) > 0, row
+            assert float(row['ratio_vs_lmdbengine']) >= 0, row
         else:
             assert row['ratio_vs_lmdbengine'] == '', row
 
