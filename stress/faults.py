@@ -76,11 +76,18 @@ LONG = {'diskfull': 500, 'damage': 2000, 'values': 500_000, 'metadata': 25_000}
 # --- the store both campaigns use ----------------------------------------------
 
 def open_store(engine: str, path: str, *, sync: bool = False, create: bool = True) -> Any:
-    """Open the campaign's store on `engine` ('lmdb' or 'leveldb') at `path`."""
+    """Open the campaign's store on `engine` ('lmdb' or 'leveldb') at `path`.
+
+    New collections keep checksums (the recommended setup), so a damaged
+    value is an error, not wrong data.
+    """
     import centidb
     if engine == 'lmdb':
-        return centidb.open('LmdbEngine', path=path, sync=sync, create_if_missing=create)
-    return centidb.open('PlyvelEngine', name=path, create_if_missing=create, sync=sync)
+        store = centidb.open('LmdbEngine', path=path, sync=sync, create_if_missing=create)
+    else:
+        store = centidb.open('PlyvelEngine', path=path, create_if_missing=create, sync=sync)
+    store.checksums = True
+    return store
 
 
 def _grp(rec: dict) -> Any:
