@@ -29,9 +29,11 @@ Campaigns (all of them when none is named):
     then ``CENTIDB_REQUIRE_SPEEDUPS=1``) opens each damaged copy and reads
     everything: ``get`` of every key, scans both ways, index reads and
     ``verify()``. Allowed: correct data, or a centidb error. A crash
-    (signal), a hang (timeout) or a raw exception is a failure; data that
-    differs from what was stored, with no error, is counted as ``wrong``
-    (per-record checksums are what catch it).
+    (signal), a hang (timeout) or a raw exception is a failure. Data that
+    differs from what was stored is counted as ``verify`` when ``verify()``
+    reports the damage (an index entry's key: no checksum covers keys) and
+    as ``wrong`` when nothing noticed (the stores keep checksums, which catch
+    damaged values).
 ``values``, ``metadata``
     ``campaign(count, seed)`` of ``stress/fault_values.py`` and
     ``stress/fault_metadata.py``: hypothesis over values and raw stored
@@ -588,8 +590,10 @@ class _Reader:
 
 
 #: What a damage case may come to: ``ok`` (correct data), ``error`` (a centidb
-#: error), ``wrong`` (other data, no error), ``raw``, ``crash``, ``hang``.
-DAMAGE_OUTCOMES = ('cases', 'ok', 'error', 'wrong', 'raw', 'crash', 'hang')
+#: error), ``verify`` (reads differ, and ``verify()`` reports the damage: an
+#: index entry's key, which no checksum covers), ``wrong`` (other data, and
+#: ``verify()`` finds nothing), ``raw``, ``crash``, ``hang``.
+DAMAGE_OUTCOMES = ('cases', 'ok', 'error', 'verify', 'wrong', 'raw', 'crash', 'hang')
 
 
 def damage(count: int, seed: int, engines: tuple[str, ...] = ENGINES,
@@ -634,8 +638,13 @@ def _count(figures: dict, engine: str, impl: str, case: dict, result: dict,
     if outcome == 'ok':
         if result['data'] == expected:
             figures['ok'] += 1
+        elif result['data'].get('verify'):
+            figures['verify'] += 1          # reads differ, and verify() reports the damage
         else:
             figures['wrong'] += 1
+            differ = sorted(name for name in set(expected) | set(result['data'])
+                            if expected.get(name) != result['data'].get(name))
+            figures['errors'].append(f'{what}: wrong data in {", ".join(differ)}')
         return
     figures[outcome] += 1
     if outcome == 'error':
@@ -667,7 +676,7 @@ def failures(name: str, figures: dict) -> int:
     if name == 'diskfull':
         return figures['lost'] + figures['raw'] + figures['crashes'] + len(figures['errors'])
     if name == 'damage':
-        return figures['raw'] + figures['crash'] + figures['hang']
+        return figures['raw'] + figures['crash'] + figures['hang'] + figures['wrong']
     return len(figures.get('errors', []))
 
 

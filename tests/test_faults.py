@@ -184,13 +184,14 @@ def test_diskfull_campaign_loses_nothing():
     assert figures['errors'] == []
 
 
-def test_damage_campaign_has_no_crash_hang_or_raw_error():
+def test_damage_campaign_has_no_crash_hang_raw_error_or_unnoticed_wrong_data():
     figures = faults.damage(30, 11, impls=(IMPL,), log=lambda line: None)
     print({k: v for k, v in figures.items() if k != 'errors'})
     assert figures['cases'] == 30 * len(faults.ENGINES)
     assert figures['error'] > 0
     assert figures['crash'] == 0 and figures['hang'] == 0 and figures['raw'] == 0, \
         figures['errors']
+    assert figures['wrong'] == 0, figures['errors']
 
 
 def test_driver_reports_missing_campaigns(monkeypatch):
