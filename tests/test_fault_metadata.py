@@ -95,6 +95,6 @@ def test_the_campaign_reports_what_escapes(monkeypatch):
     """The checks can fail: a parser that lets a bare error out is reported."""
     def broken(key, value):
         raise KeyError('packer')
-    monkeypatch.setattr(fault_metadata.catalog, 'parse_value', broken)
+    monkeypatch.setattr(fault_metadata.metarecords, 'parse_value', broken)
     errors = _run([(sorted(META)[0], b'{}')])
     assert errors and all('KeyError' in error for error in errors)

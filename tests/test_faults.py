@@ -254,3 +254,33 @@ def test_damaged_leveldb_table_raises_a_centidb_error_on_every_read(tmp_path):
                     coll.get(i, txn=txn)
         finally:
             store.close()
+
+
+def test_damaged_lmdb_meta_transaction_id_is_refused(tmp_path):
+    """A flipped bit in a meta page's transaction id made LMDB open an older commit silently."""
+    pytest.importorskip('lmdb')
+    from centidb.engines.lmdb import LmdbEngine
+    path = tmp_path / 'db'
+    engine = LmdbEngine(str(path))
+    for commit in range(5):                 # meta pages: ids 4 (page 0) and 5 (page 1)
+        with engine.begin(write=True) as txn:
+            txn.put(b'k%d' % commit, b'v')
+    engine.close()
+    whole = (path / 'data.mdb').read_bytes()
+    txnid_at = 144                         # the meta's transaction id, after the page header
+    copies = []
+    for page, bit in ((0, 22), (0, 0), (1, 30)):
+        copy = tmp_path / f'flip{page}-{bit}'
+        copy.mkdir()
+        data = bytearray(whole)
+        at = page * 4096 + txnid_at + bit // 8
+        data[at] ^= 1 << (bit % 8)
+        (copy / 'data.mdb').write_bytes(bytes(data))
+        copies.append(copy)
+    child = run_child(LMDB_READ, path, *copies)
+    assert child.returncode == 0, (child.returncode, child.stdout, child.stderr)
+    lines = child.stdout.splitlines()
+    assert lines[0] == '5'
+    for copy, line in zip(copies, lines[1:]):
+        assert line.startswith('centidb.errors DatabaseCorruptError'), (copy, line)
+        assert 'transaction ids' in line

@@ -60,6 +60,7 @@ def check_data_file(data_file: str) -> None:
         magic2, _, _, free2, main2, last2, txnid2 = _META.unpack(second)
         if magic2 == _META_MAGIC:
             metas.append((txnid2, free2, main2, last2))
+            _check_txnids(data_file, txnid, txnid2)
     _, free_root, main_root, last_page = max(metas)
     # The last pages may never have been written (allocated, then freed in
     # the same transaction), so the file may end a little before the last
@@ -72,6 +73,22 @@ def check_data_file(data_file: str) -> None:
             f'LMDB data file {data_file!r} is truncated: {size} bytes, but its '
             f'meta page says it holds {last_page + 1} pages of {page_size} '
             f'bytes ({need} bytes); restore it from a backup or a dump')
+
+
+def _check_txnids(data_file: str, first: int, second: int) -> None:
+    """Refuse meta pages whose transaction ids LMDB cannot have written.
+
+    Commit ``n`` writes its meta page to page ``n % 2``, so page 0 holds an
+    even id and page 1 the odd id next to it (both 0 in a new file). A
+    damaged id would make LMDB open an older commit, or an empty tree,
+    without a word.
+    """
+    if (first, second) == (0, 0) or (first % 2 == 0 and abs(first - second) == 1):
+        return
+    raise DatabaseCorruptError(
+        f'LMDB data file {data_file!r} is damaged: its meta pages hold transaction '
+        f'ids {first} and {second}, which no sequence of commits writes (LMDB '
+        f'would open the wrong commit); restore it from a backup or a dump')
 
 
 #: How many pages past its end an LMDB data file may name in its meta page
