@@ -111,16 +111,21 @@ for path in sys.argv[1:]:
 '''
 
 
-def test_truncated_lmdb_file_is_refused_before_it_is_mapped(tmp_path):
-    """A data.mdb cut at a page boundary killed the reader with SIGBUS."""
+def lmdb_with_2000_records(path):
+    """An LMDB database at `path` holding 2,000 keys of 200 bytes; returns `path`."""
     pytest.importorskip('lmdb')
     from centidb.engines.lmdb import LmdbEngine
-    path = tmp_path / 'db'
     engine = LmdbEngine(str(path))
     with engine.begin(write=True) as txn:
         for i in range(2000):
             txn.put(b'%05d' % i, bytes(200))
     engine.close()
+    return path
+
+
+def test_truncated_lmdb_file_is_refused_before_it_is_mapped(tmp_path):
+    """A data.mdb cut at a page boundary killed the reader with SIGBUS."""
+    path = lmdb_with_2000_records(tmp_path / 'db')
     whole = (path / 'data.mdb').read_bytes()
     pages = len(whole) // 4096
     assert pages > 100
@@ -145,20 +150,14 @@ def test_truncated_lmdb_file_is_refused_before_it_is_mapped(tmp_path):
 
 def test_corrupt_lmdb_page_raises_a_centidb_error(tmp_path):
     """Flipped page bytes raised lmdb.CorruptedError or PageNotFoundError."""
-    pytest.importorskip('lmdb')
-    from centidb.engines.lmdb import LmdbEngine
-    path = tmp_path / 'db'
-    engine = LmdbEngine(str(path))
-    with engine.begin(write=True) as txn:
-        for i in range(2000):
-            txn.put(b'%05d' % i, bytes(200))
-    engine.close()
+    path = lmdb_with_2000_records(tmp_path / 'db')
     data = path / 'data.mdb'
     whole = bytearray(data.read_bytes())
     # Page 2 onwards hold the tree; spoil the header of every page.
     for page in range(2, len(whole) // 4096):
         whole[page * 4096 + 10] ^= 0xff
     data.write_bytes(bytes(whole))
+    from centidb.engines.lmdb import LmdbEngine
     engine = LmdbEngine(str(path))
     try:
         with pytest.raises(DatabaseCorruptError, match='damaged') as info:
