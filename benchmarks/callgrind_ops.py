@@ -1,6 +1,10 @@
-"""One operation, on centidb-LMDB or on a raw lmdb loop doing the same work, for callgrind.
+"""One operation, on centidb or on a raw engine loop doing the same work, for callgrind.
 
-Usage: python benchmarks/callgrind_ops.py {centidb,raw} OP PASSES
+Usage: python benchmarks/callgrind_ops.py {centidb,raw} OP PASSES [lmdb|leveldb]
+
+The engine is LMDB unless the fourth argument says ``leveldb``: then centidb
+runs on ``PlyvelEngine`` and the raw loops use plyvel (a snapshot for reads,
+a write batch for writes, as the engine does).
 
 OP is one of ``scan`` (every record decoded), ``range`` (20 index ranges of
 1,000 records, each fetched and decoded), ``get``, ``iget`` (get by index),
@@ -8,7 +12,7 @@ OP is one of ``scan`` (every record decoded), ``range`` (20 index ranges of
 ``update_rec`` (the same through ``get(rec=True)`` and ``put(record)``),
 ``groups`` (``group_counts()`` of an index), ``put_many``, ``insert2``
 (blind puts, two indexes), ``insert2r`` (the same not blind: each put reads
-the old version; the raw loop uses ``txn.replace``) and ``blind0`` (blind
+the old version; the raw LMDB loop uses ``txn.replace``) and ``blind0`` (blind
 puts, no index). 20,000 benchy-like records; read and update operations
 load them first, then run PASSES passes. Instruction counts do not depend
 on the machine's load, so the cost of one pass is stable::
@@ -30,11 +34,15 @@ import tempfile
 
 import lmdb
 import msgpack
+import plyvel
 
 import centidb
 from centidb import keylib
 
 who, op, passes = sys.argv[1], sys.argv[2], int(sys.argv[3])
+engine = sys.argv[4] if len(sys.argv) > 4 else 'lmdb'
+if engine not in ('lmdb', 'leveldb'):
+    sys.exit(f'unknown engine {engine!r}: lmdb or leveldb')
 N = 20000
 rnd = random.Random(1)
 recs = []
@@ -62,7 +70,11 @@ tmp = tempfile.mkdtemp(dir='/dev/shm')
 
 
 def centidb_store(path, indexed=True):
-    store = centidb.open('LmdbEngine', path=path, map_size=1 << 30)
+    if engine == 'leveldb':
+        # name= is PlyvelEngine's older spelling of path=, so older commits run this too.
+        store = centidb.open('PlyvelEngine', name=path, create_if_missing=True)
+    else:
+        store = centidb.open('LmdbEngine', path=path, map_size=1 << 30)
     coll = store.collection('c', key_func=key_func)
     if indexed:
         coll.add_index('rn', rev_name)
@@ -193,6 +205,92 @@ def raw_pass(env):
                 unpack(get(CP + cursor.key()[len(packed) + 1:]))
 
 
+def ldb_load(db, indexed=True, read=False):
+    """raw_load on plyvel: one write batch; reads see the store before it."""
+    snap = db.snapshot()
+    get = snap.get
+    with db.write_batch() as batch:
+        put, delete = batch.put, batch.delete
+        for rec in recs:
+            key = packs(key_func(rec), CP)
+            old = get(key) if read else None
+            put(key, pack(rec))
+            if indexed:
+                tail = b'\x01' + key[1:]
+                new = [packs((rev_name(rec),), I1) + tail, packs((rev_location(rec),), I2) + tail]
+                if old is not None:
+                    value = unpack(old)
+                    for entry in (packs((rev_name(value),), I1) + tail,
+                                  packs((rev_location(value),), I2) + tail):
+                        if entry not in new:
+                            delete(entry)
+                put(new[0], b'')
+                put(new[1], b'')
+    snap.close()
+
+
+def ldb_pass(db):
+    """raw_pass on plyvel."""
+    if op in ('update', 'update_rec'):
+        for i in range(0, len(sample), 1000):
+            snap = db.snapshot()
+            with db.write_batch() as batch:
+                for rec in sample[i:i + 1000]:
+                    key = packs(key_func(rec), CP)
+                    value = unpack(snap.get(key))
+                    tail = b'\x01' + key[1:]
+                    old = [packs((rev_name(value),), I1) + tail,
+                           packs((rev_location(value),), I2) + tail]
+                    value['location'] += 'X'
+                    new = [packs((rev_name(value),), I1) + tail,
+                           packs((rev_location(value),), I2) + tail]
+                    for old_entry, new_entry in zip(old, new):
+                        if old_entry != new_entry:
+                            batch.delete(old_entry)
+                            batch.put(new_entry, b'')
+                    batch.put(key, pack(value))
+            snap.close()
+        return
+    snap = db.snapshot()
+    if op == 'scan':
+        for key, value in snap.iterator(start=CP, stop=I1):
+            unpack(value)
+    elif op == 'range':
+        get = snap.get
+        for start in starts:
+            it = snap.iterator(start=packs((start,), I2), include_value=False)
+            for n, entry in enumerate(it):
+                if n == 1000:
+                    break
+                unpack(get(CP + entry[entry.index(b'\x01', 1) + 1:]))
+            it.close()
+    elif op == 'get':
+        get = snap.get
+        for rec in sample:
+            unpack(get(packs(key_func(rec), CP)))
+    elif op == 'groups':
+        groups, head, count = [], None, 0
+        for entry in snap.iterator(start=I2, stop=b'\x12', include_value=False):
+            this = entry[:entry.index(b'\x01', 1)]
+            if this == head:
+                count += 1
+                continue
+            if head is not None:
+                groups.append((keylib.unpacks(head, I2), count))
+            head, count = this, 1
+        if head is not None:
+            groups.append((keylib.unpacks(head, I2), count))
+    elif op == 'iget':
+        get = snap.get
+        it = snap.iterator(include_value=False)
+        for rec in sample:
+            packed = packs((rev_name(rec),), I1)
+            it.seek(packed + b'\x01')
+            unpack(get(CP + next(it)[len(packed) + 1:]))
+        it.close()
+    snap.close()
+
+
 try:
     if op in INSERTS:
         for p in range(passes):
@@ -206,6 +304,10 @@ try:
                         for rec in recs:
                             coll.put(rec, txn=txn, blind=blind)
                 store.close()
+            elif engine == 'leveldb':
+                db = plyvel.DB(f'{tmp}/r{p}', create_if_missing=True)
+                ldb_load(db, op != 'blind0', op == 'insert2r')
+                db.close()
             else:
                 env = lmdb.open(f'{tmp}/r{p}', map_size=1 << 30)
                 with env.begin(write=True) as txn:
@@ -218,6 +320,12 @@ try:
         for _ in range(passes):
             centidb_pass(store, coll)
         store.close()
+    elif engine == 'leveldb':
+        db = plyvel.DB(f'{tmp}/r', create_if_missing=True)
+        ldb_load(db)
+        for _ in range(passes):
+            ldb_pass(db)
+        db.close()
     else:
         env = lmdb.open(f'{tmp}/r', map_size=1 << 30)
         with env.begin(write=True) as txn:

@@ -1,0 +1,60 @@
+"""Instructions per pass of every callgrind_ops.py row, as a table.
+
+Usage: python benchmarks/callgrind_table.py [--engine lmdb|leveldb]
+[--who centidb,raw] [--ops get,scan,...] [--passes N] [--python PATH]
+
+Each row runs ``callgrind_ops.py`` under ``valgrind --tool=callgrind`` at 0
+and at N passes (default 1); one pass costs the difference divided by N,
+which leaves out loading and start-up. ``--python`` names the interpreter
+(and so the centidb checkout installed in it) to measure, which lets one
+copy of this script compare two commits. Prints CSV: engine, op, who,
+instructions per pass, and raw / centidb when both ran.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+OPS = ('get', 'iget', 'range', 'scan', 'groups', 'update', 'update_rec',
+       'insert2', 'insert2r', 'put_many', 'blind0')
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def instructions(python: str, who: str, op: str, passes: int, engine: str) -> int:
+    """Instructions callgrind counts for one run of callgrind_ops.py."""
+    out = subprocess.run(
+        ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null',
+         python, os.path.join(HERE, 'callgrind_ops.py'), who, op, str(passes), engine],
+        capture_output=True, text=True, check=True).stderr
+    found = re.search(r'Collected : (\d+)', out)
+    if found is None:
+        raise RuntimeError(f'no count from callgrind for {who} {op}:\n{out[-2000:]}')
+    return int(found.group(1))
+
+
+def main() -> None:
+    """Measure the rows asked for and print them as CSV."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--engine', default='lmdb', choices=('lmdb', 'leveldb'))
+    parser.add_argument('--who', default='centidb,raw')
+    parser.add_argument('--ops', default=','.join(OPS))
+    parser.add_argument('--passes', type=int, default=1)
+    parser.add_argument('--python', default=sys.executable)
+    args = parser.parse_args()
+    print('engine,op,who,instructions_per_pass,raw_over_centidb', flush=True)
+    for op in args.ops.split(','):
+        per_pass = {}
+        for who in args.who.split(','):
+            base = instructions(args.python, who, op, 0, args.engine)
+            full = instructions(args.python, who, op, args.passes, args.engine)
+            per_pass[who] = (full - base) // args.passes
+            ratio = ''
+            if who == 'raw' and 'centidb' in per_pass:
+                ratio = f"{per_pass['raw'] / per_pass['centidb']:.3f}"
+            print(f'{args.engine},{op},{who},{per_pass[who]},{ratio}', flush=True)
+
+
+if __name__ == '__main__':
+    main()
