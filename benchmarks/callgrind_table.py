@@ -5,7 +5,8 @@ Usage: python benchmarks/callgrind_table.py [--engine lmdb|leveldb]
 
 Each row runs ``callgrind_ops.py`` under ``valgrind --tool=callgrind`` at 0
 and at N passes (default 1); one pass costs the difference divided by N,
-which leaves out loading and start-up. ``--python`` names the interpreter
+which leaves out loading and start-up. Only the main thread is counted
+(LevelDB compacts in threads of its own). ``--python`` names the interpreter
 (and so the centidb checkout installed in it) to measure, which lets one
 copy of this script compare two commits. Prints CSV: engine, op, who,
 instructions per pass, and raw / centidb when both ran.
@@ -16,6 +17,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 OPS = ('get', 'iget', 'range', 'scan', 'groups', 'update', 'update_rec',
        'insert2', 'insert2r', 'put_many', 'blind0')
@@ -23,14 +25,20 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def instructions(python: str, who: str, op: str, passes: int, engine: str) -> int:
-    """Instructions callgrind counts for one run of callgrind_ops.py."""
-    out = subprocess.run(
-        ['valgrind', '--tool=callgrind', '--callgrind-out-file=/dev/null',
-         python, os.path.join(HERE, 'callgrind_ops.py'), who, op, str(passes), engine],
-        capture_output=True, text=True, check=True).stderr
-    found = re.search(r'Collected : (\d+)', out)
+    """Instructions callgrind counts in the main thread of one run of callgrind_ops.py."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, 'cg.out')
+        run = subprocess.run(
+            ['valgrind', '--tool=callgrind', '--separate-threads=yes',
+             f'--callgrind-out-file={out}', python, os.path.join(HERE, 'callgrind_ops.py'),
+             who, op, str(passes), engine], capture_output=True, text=True)
+        main_thread = out + '-01'
+        if run.returncode or not os.path.exists(main_thread):
+            raise RuntimeError(f'callgrind failed for {who} {op}:\n{run.stderr[-2000:]}')
+        with open(main_thread) as f:
+            found = re.search(r'^totals: (\d+)', f.read(), re.M)
     if found is None:
-        raise RuntimeError(f'no count from callgrind for {who} {op}:\n{out[-2000:]}')
+        raise RuntimeError(f'no totals in callgrind output for {who} {op}')
     return int(found.group(1))
 
 
