@@ -115,11 +115,11 @@ def test_the_constructor_takes_fields_as_keywords():
 
 
 def test_declarations_are_read_from_the_class_body():
-    schema = User._model
+    schema = User._model_schema
     assert list(schema.fields) == ['email', 'name', 'age', 'tags', 'nickname']
     assert list(schema.indexes) == ['by_age', 'by_tag', 'by_name']
     assert schema.collection == 'users' and schema.key == ('email',)
-    assert Note._model.collection == 'Note' and Note._model.key is None
+    assert Note._model_schema.collection == 'Note' and Note._model_schema.key is None
     assert User.kind == 'person' and User.age == 0
     assert not hasattr(User, 'email') and not hasattr(User, 'tags')
     assert isinstance(vars(User)['by_age'], DeclaredIndex)
@@ -133,15 +133,15 @@ def test_a_subclass_inherits_fields_indexes_and_key():
     class Admin(User, collection='admins'):
         level: int = 1
 
-    assert list(Admin._model.fields) == ['email', 'name', 'age', 'tags', 'nickname', 'level']
-    assert list(Admin._model.indexes) == ['by_age', 'by_tag', 'by_name']
-    assert Admin._model.key == ('email',) and Admin._model.collection == 'admins'
+    assert list(Admin._model_schema.fields) == ['email', 'name', 'age', 'tags', 'nickname', 'level']
+    assert list(Admin._model_schema.indexes) == ['by_age', 'by_tag', 'by_name']
+    assert Admin._model_schema.key == ('email',) and Admin._model_schema.collection == 'admins'
     assert Admin(email='a', name='b').level == 1
 
     class Adult(User, collection='adults'):
         age: int = 18                           # redeclared: it keeps its place
 
-    assert list(Adult._model.fields) == list(User._model.fields)
+    assert list(Adult._model_schema.fields) == list(User._model_schema.fields)
     assert Adult(email='a', name='b').age == 18 and User.age == 0
 
 

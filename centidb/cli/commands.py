@@ -105,7 +105,8 @@ def _query(args: argparse.Namespace) -> dict[str, Any]:
 
 # --- info -------------------------------------------------------------------------------
 
-def _describe(store: Store, path: str, engine: Engine) -> dict[str, Any]:
+def _store_info(store: Store, path: str, engine: Engine) -> dict[str, Any]:
+    """What ``info`` prints of the store at `path`, as a JSON object."""
     with engine.begin() as etxn:
         fmt, metas, counters = read_metadata(etxn)
     collections = []
@@ -136,7 +137,7 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
     :returns: the exit status.
     """
     with store_of(args) as store:
-        info = _describe(store, args.store, store.engine)
+        info = _store_info(store, args.store, store.engine)
     if args.json:
         write_line(out, info)
         return EXIT_OK

@@ -206,7 +206,7 @@ class _Loader:
                 raise
             except Exception as exc:        # the commit failed
                 first, last = self.pending[0][0], self.pending[-1][0]
-                raise CliError(f'lines {first} to {last}: {_describe(exc)}') from exc
+                raise CliError(f'lines {first} to {last}: {_error_text(exc)}') from exc
         self.pending = []
 
     def _put(self, txn: Transaction, coll: Collection) -> None:
@@ -214,7 +214,7 @@ class _Loader:
             coll.put_many([record for _, record in self.pending], txn=txn)
         except Exception as exc:
             number, error = self._culprit(txn, coll, exc)
-            raise CliError(f'line {number}: {_describe(error)}') from error
+            raise CliError(f'line {number}: {_error_text(error)}') from error
 
     def _culprit(self, txn: Transaction, coll: Collection,
                  exc: Exception) -> tuple[int, Exception]:
@@ -231,7 +231,8 @@ class _Loader:
         return self.pending[0][0], exc
 
 
-def _describe(exc: BaseException) -> str:
+def _error_text(exc: BaseException) -> str:
+    """``Class: message`` of `exc`, as a line of a failed load names it."""
     return f'{type(exc).__name__}: {exc}'
 
 
@@ -273,7 +274,7 @@ class _Load:
             except CliError as exc:
                 raise CliError(f'line {number}: {exc}', exc.status) from exc
             except CentiError as exc:
-                raise CliError(f'line {number}: {_describe(exc)}') from exc
+                raise CliError(f'line {number}: {_error_text(exc)}') from exc
         self.loader.flush()
         with self.begin() as txn:
             _raise_counters(self.store, self.counters, txn)
@@ -382,9 +383,9 @@ def cmd_load(args: argparse.Namespace, out: IO[str]) -> int:
 
 def _raise_counters(store: Store, counters: dict[str, int], txn: Transaction) -> None:
     """Make each counter at least its dumped value, in `txn`."""
-    _, _, stored = read_metadata(txn.engine_txn)  # type: ignore[arg-type]  # open
+    current = read_metadata(txn.engine_txn).counters  # type: ignore[arg-type]  # open
     for name, value in sorted(counters.items()):
-        if name not in stored:
+        if name not in current:
             store.counter(name, 1, init=value - 1, txn=txn)
-        elif stored[name] < value:
-            store.counter(name, value - stored[name], txn=txn)
+        elif current[name] < value:
+            store.counter(name, value - current[name], txn=txn)

@@ -26,7 +26,6 @@ from centidb.txn import Transaction
 
 __all__ = ['index_on', 'DeclaredIndex', 'ModelIndex']
 
-_T = TypeVar('_T')
 _D = TypeVar('_D')
 
 
@@ -38,7 +37,7 @@ class _Binding(Protocol):
 
 
 class _Schema(Protocol):
-    """What a model index reads of its model's declaration (``model._model``)."""
+    """What a model index reads of its model's declaration (``model._model_schema``)."""
 
     @property
     def auto(self) -> bool: ...
@@ -49,15 +48,14 @@ class _Schema(Protocol):
 
     def reading(self, txn: Transaction | None) -> tuple[Transaction, Transaction | None]: ...
 
+    def instance(self, data: Any, key: Key | None) -> Any: ...
+
 
 class _Model(Protocol):
     """What a model index uses of its model class; :class:`~centidb.models.model.Model` is one."""
 
     # A _Schema; typed Any here, since each model declares it more precisely.
-    _model: ClassVar[Any]
-
-    @classmethod
-    def _from_record(cls: type[_T], data: Any, key: Key | None = None) -> _T: ...
+    _model_schema: ClassVar[Any]
 
 
 _M = TypeVar('_M', bound=_Model)
@@ -143,7 +141,7 @@ class ModelIndex(Generic[_M]):
     def _instance(self, record: Record | None, default: Any) -> Any:
         if record is None:
             return default
-        return self.model._from_record(record.data, record.key)
+        return _schema(self.model).instance(record.data, record.key)
 
     @overload
     def get(self, tup: object, *, txn: Transaction | None = None) -> _M | None: ...
@@ -225,7 +223,7 @@ class ModelIndex(Generic[_M]):
         if not schema.auto:
             pairs = index.items(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
                                 max=max, include=include, txn=txn)
-            return ((tup, model._from_record(data)) for tup, data in pairs)
+            return ((tup, schema.instance(data, None)) for tup, data in pairs)
         # The instances keep their keys: read the entries, then each record,
         # in one transaction.
         reading, own = schema.reading(txn)
@@ -332,14 +330,15 @@ class ModelIndex(Generic[_M]):
 
 def _schema(model: type[_Model]) -> _Schema:
     """The declaration of the model class `model`."""
-    schema: _Schema = model._model
+    schema: _Schema = model._model_schema
     return schema
 
 
 def _entries_read(model: type[_M], name: str, entries: Iterator[tuple[Key, Key]],
                   txn: Transaction, own: Transaction | None) -> Iterator[tuple[Key, _M]]:
     """``(index tuple, instance)`` for each entry, each record read in `txn`; ends `own`."""
-    coll = _schema(model).bound().coll
+    schema = _schema(model)
+    coll = schema.bound().coll
     try:
         for tup, key in entries:
             data = coll.get(key, MISSING, txn=txn)
@@ -348,7 +347,7 @@ def _entries_read(model: type[_M], name: str, entries: Iterator[tuple[Key, Key]]
                     f'index {name!r} of collection {coll.name!r} points at missing record '
                     f'{key!r}: the index is inconsistent; store.verify() reports such '
                     f'problems, and reindex() repairs them')
-            yield tup, model._from_record(data, key)
+            yield tup, schema.instance(data, key)
     finally:
         if own is not None:
             own.abort()

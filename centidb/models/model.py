@@ -265,11 +265,11 @@ def _declared(cls: type[Model], collection: str | None,
               key: str | tuple[str, ...] | Callable[[Any], Any] | None) -> _Schema:
     """The schema of `cls`, a new model class: what its body and class keywords declare.
 
-    Until it is replaced, ``cls._model`` is the schema of the model `cls`
+    Until it is replaced, ``cls._model_schema`` is the schema of the model `cls`
     subclasses, whose fields, indexes and key (unless `key`) it inherits.
     """
     name = cls.__name__
-    parent = cls._model
+    parent = cls._model_schema
     if collection is None:
         collection = name
     elif not isinstance(collection, str) or not collection:
@@ -286,7 +286,7 @@ def _declared(cls: type[Model], collection: str | None,
     if both:
         raise TypeError(f'{name}.{both[0]} is both a field and an index')
     for attr in list(fields) + list(indexes):
-        if attr in _RESERVED or attr.startswith('_model'):
+        if attr in _RESERVED or attr.startswith('_model_schema'):
             raise TypeError(f'{name}.{attr}: the name is taken by centidb.Model; '
                             f'choose another')
     if key is None:
@@ -353,16 +353,16 @@ class Model:
     """
 
     if TYPE_CHECKING:
-        _model: ClassVar[_Schema]
+        _model_schema: ClassVar[_Schema]
 
     def __init_subclass__(cls, *, collection: str | None = None,
                           key: str | tuple[str, ...] | Callable[[Any], Any] | None = None,
                           **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls._model = _declared(cls, collection, key)
+        cls._model_schema = _declared(cls, collection, key)
 
     def __init__(self, **values: Any) -> None:
-        fields = type(self)._model.fields
+        fields = type(self)._model_schema.fields
         own = self.__dict__
         for name, declared in fields.items():
             if name in values:
@@ -376,14 +376,14 @@ class Model:
                             f'{next(iter(values))!r}; its fields are {", ".join(fields)}')
 
     def __repr__(self) -> str:
-        shown = ', '.join(f'{name}={getattr(self, name)!r}' for name in type(self)._model.fields)
+        shown = ', '.join(f'{name}={getattr(self, name)!r}' for name in type(self)._model_schema.fields)
         return f'{type(self).__name__}({shown})'
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return all(getattr(self, name) == getattr(other, name)
-                   for name in type(self)._model.fields)
+                   for name in type(self)._model_schema.fields)
 
     __hash__ = None     # type: ignore[assignment]  # mutable, compared by value
 
@@ -392,12 +392,12 @@ class Model:
     @classmethod
     def _from_record(cls: type[_M], data: Any, key: Key | None = None) -> _M:
         """An instance from a stored ``dict`` (not checked); `key` kept for counter keys."""
-        instance: _M = cls._model.instance(data, key)
+        instance: _M = cls._model_schema.instance(data, key)
         return instance
 
     def _to_record(self) -> dict[str, Any]:
         """The ``dict`` to store, after checking every field's type."""
-        return type(self)._model.record(self)
+        return type(self)._model_schema.record(self)
 
     # --- binding -----------------------------------------------------------------------
 
@@ -423,7 +423,7 @@ class Model:
             added by other code, or a stored index disagrees about
             ``unique``.
         """
-        return cls._model.bind(store)
+        return cls._model_schema.bind(store)
 
     # --- writing -----------------------------------------------------------------------
 
@@ -448,7 +448,7 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        schema = type(self)._model
+        schema = type(self)._model_schema
         coll = schema.bound().coll
         data = self._to_record()
         if not schema.auto:
@@ -474,7 +474,7 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        schema = type(self)._model
+        schema = type(self)._model_schema
         return schema.bound().coll.delete(schema.key_to_delete(self), txn=txn) is not None
 
     @classmethod
@@ -503,7 +503,7 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        schema = cls._model
+        schema = cls._model_schema
         coll = schema.bound().coll
         deleted = coll.delete_many([schema.key_to_delete(item) for item in keys], txn=txn)
         return [None if record is None else cls._from_record(record.data, record.key)
@@ -529,7 +529,7 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        schema = cls._model
+        schema = cls._model_schema
         coll = schema.bound().coll
         instances = list(instances)
         records: list[Any] = []
@@ -574,7 +574,7 @@ class Model:
             to a store.
         """
         key = as_key(key)
-        data = cls._model.bound().coll.get(key, MISSING, txn=txn)
+        data = cls._model_schema.bound().coll.get(key, MISSING, txn=txn)
         return default if data is MISSING else cls._from_record(data, key)
 
     @classmethod
@@ -592,7 +592,7 @@ class Model:
             to a store.
         """
         tuples = [as_key(key) for key in keys]
-        found = cls._model.bound().coll.get_many(tuples, MISSING, txn=txn)
+        found = cls._model_schema.bound().coll.get_many(tuples, MISSING, txn=txn)
         return [None if data is MISSING else cls._from_record(data, key)
                 for key, data in zip(tuples, found)]
 
@@ -609,7 +609,7 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        pairs = cls._model.bound().coll.items(
+        pairs = cls._model_schema.bound().coll.items(
             lo, hi, prefix=prefix, startswith=startswith, reverse=reverse, max=max,
             include=include, txn=txn)
         return ((key, cls._from_record(data, key)) for key, data in pairs)
@@ -626,7 +626,7 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        return cls._model.bound().coll.keys(
+        return cls._model_schema.bound().coll.keys(
             lo, hi, prefix=prefix, startswith=startswith, reverse=reverse, max=max,
             include=include, txn=txn)
 
@@ -642,7 +642,7 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        schema = cls._model
+        schema = cls._model_schema
         coll = schema.bound().coll
         if schema.auto:     # the keys are kept in the instances
             return (instance for _, instance in cls.items(
@@ -701,13 +701,13 @@ class Model:
         :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
             to a store.
         """
-        return cls._model.bound().coll.count(
+        return cls._model_schema.bound().coll.count(
             lo, hi, prefix=prefix, startswith=startswith, reverse=reverse, max=max,
             include=include, txn=txn)
 
 
 # The base class's own declaration: no collection, fields or indexes.
-Model._model = _Schema(Model, None, {}, None, {})
+Model._model_schema = _Schema(Model, None, {}, None, {})
 
 #: Names a field or index may not have: the methods of Model.
 _RESERVED = frozenset(name for name in vars(Model) if not name.startswith('_'))
