@@ -11,7 +11,7 @@ in :mod:`centidb.engines`, record encoders and packers in
 from centidb.collection import Collection
 from centidb.index import Index
 from centidb.keylib import Desc
-from centidb.model import Model, field, index_on
+from centidb.models import Model, field, index_on
 from centidb.records import Record
 from centidb.store import Store, Transaction, open
 from centidb.txn import Change

@@ -13,14 +13,15 @@ Layout (also in ``docs/format.rst``):
 
 The :class:`Catalog` reads and writes these records, and keeps this
 process's registry of encoders and packers (persistent id <-> name <->
-:class:`~centidb.encodings.Encoder`). It calls the transaction and engine
-layers only.
+:class:`~centidb.encodings.Encoder`). :func:`read_metadata` reads them all
+at once, without a store: the command line's ``info`` and ``dump`` use it.
+The catalog calls the transaction and engine layers only.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from centidb import encodings, keylib
 from centidb.encodings import Encoder
@@ -38,7 +39,7 @@ from centidb.metarecords import (
 )
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Catalog', 'EncoderRegistry']
+__all__ = ['Catalog', 'EncoderRegistry', 'CollectionMeta', 'StoreMetadata', 'read_metadata']
 
 
 def _holds_data(etxn: EngineTransaction, prefix_id: int) -> bool:
@@ -557,3 +558,56 @@ class Catalog(EncoderRegistry):
         value = read_record(etxn, 'counter', name)
         if (1 if value is None else value) < at_least:
             etxn.put(meta_key('counter', name), keylib.packs(at_least))
+
+
+# --- reading the whole catalog -----------------------------------------------------------
+
+class CollectionMeta(NamedTuple):
+    """One collection's stored metadata, as :func:`read_metadata` finds it."""
+
+    #: The collection's name.
+    name: str
+    #: Its stored metadata (``'id'``, ``'encoder'``, ``'packer'``,
+    #: ``'counter'``, ``'key'``, ...; see :data:`centidb.metarecords.CollectionInfo`).
+    info: CollectionInfo
+    #: Index name -> whether the index is unique, for every index stored.
+    indexes: dict[str, bool]
+
+
+class StoreMetadata(NamedTuple):
+    """A store's whole catalog, as :func:`read_metadata` finds it."""
+
+    #: The format record (``{'format': 'centidb', 'version': 1}``); ``{}``
+    #: in an engine that holds no store yet.
+    format_record: dict[str, Any]
+    #: Every collection stored, in name order.
+    collections: list[CollectionMeta]
+    #: Counter name -> value, for every counter stored (a counter is stored
+    #: once it has been used).
+    counters: dict[str, int]
+
+
+def read_metadata(etxn: EngineTransaction) -> StoreMetadata:
+    """Every collection, index and counter a store's catalog holds, and its format record.
+
+    Reads through an engine transaction, so a tool can look at a store
+    without opening it as a :class:`~centidb.store.Store` (which needs the
+    encoders its collections use), and, in the transaction a store's
+    ``txn.engine_txn`` gives, at the same snapshot as that store's reads.
+    Indexes that no session has added are listed too. Every record is read
+    through the one checking parser (:mod:`centidb.metarecords`).
+
+    :param etxn: an :class:`~centidb.engines.EngineTransaction` on the store's engine.
+    :returns: a :class:`StoreMetadata`, a named tuple ``(format_record,
+        collections, counters)``.
+    :raises ~centidb.errors.StoreFormatError: naming the first malformed
+        record read.
+    """
+    format_record = read_record(etxn, 'format') or {}
+    collections = [
+        CollectionMeta(key[1], info,
+                       {index_key[2]: index_info.get('unique', False)
+                        for index_key, index_info in scan(etxn, 'index', info['id'])})
+        for key, info in scan(etxn, 'collection')]
+    counters = {key[1]: value for key, value in scan(etxn, 'counter')}
+    return StoreMetadata(format_record, collections, counters)

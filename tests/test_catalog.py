@@ -13,7 +13,7 @@ import pytest
 
 import centidb
 from centidb import encodings, keylib, metarecords
-from centidb.cli_common import read_metadata
+from centidb.catalog import CollectionMeta, StoreMetadata, read_metadata
 from centidb.encodings import Encoder, make_json_encoder, make_msgpack_encoder
 from centidb.engines import ListEngine
 from centidb.errors import (
@@ -424,7 +424,7 @@ def _actions(engine):
 def test_malformed_metadata_raises_store_format_error_naming_the_record(key, value, match):
     """Regression: these raised RecursionError, IndexError, TypeError, ValueError
     ('bytes must be in range(0, 256)'), UnicodeDecodeError and KeyError from the
-    library and cli_common.read_metadata, or were accepted (ids 0 and below, a
+    library and the command line's metadata reader, or were accepted (ids 0 and below, a
     format version of true, a generation of 2**2000)."""
     store, engine = _docs_store()
     engine.put(keylib.packs(key), value)
@@ -453,6 +453,51 @@ def test_read_metadata_returns_the_parsed_catalog():
     assert [(meta.name, meta.info['id'], meta.indexes) for meta in metas] == [
         ('docs', 1, {'tag': False})]
     assert counters == {'docs:key': 1, 'hits': 6} or counters == {'hits': 6}
+
+
+def test_read_metadata_lists_collections_indexes_and_counters_by_name():
+    """The catalog's reader: every collection in name order, its indexes with their
+    unique flag (those no session added too), every stored counter."""
+    store = list_store()
+    people = store.collection('people', key_func=by_id, counter_name='shared')
+    people.add_index('name', lambda rec: rec['name'], unique=True)
+    people.add_index('age', lambda rec: rec['age'])
+    store.collection('cities', encoder=encodings.make_json_encoder(),
+                     packer=encodings.ZLIB_PACKER).put({'n': 'Bath'})
+    store.collection('Zed').put(1)
+    store.collection('empty')
+    store.counter('hits', 2)
+    with store.engine.begin() as etxn:
+        found = read_metadata(etxn)
+    assert isinstance(found, StoreMetadata) and isinstance(found.collections[0], CollectionMeta)
+    assert found.format_record == {'format': 'centidb', 'version': 1}
+    assert [meta.name for meta in found.collections] == ['Zed', 'cities', 'empty', 'people']
+    by_name = {meta.name: meta for meta in found.collections}
+    assert by_name['people'].indexes == {'age': False, 'name': True}
+    assert by_name['people'].info['counter'] == 'shared'
+    assert (by_name['cities'].info['encoder'], by_name['cities'].info['packer']) == ('json', 'zlib')
+    assert all(meta.indexes == {} for meta in found.collections if meta.name != 'people')
+    ids = [meta.info['id'] for meta in found.collections]
+    assert len(set(ids)) == 4
+    assert found.counters == {'Zed:key': 2, 'cities:key': 2, 'hits': 3}
+    fresh = centidb.Store(store.engine)     # no index added in this session
+    with fresh.engine.begin() as etxn:
+        assert read_metadata(etxn) == found
+
+
+def test_read_metadata_of_an_empty_engine_and_in_a_store_transaction():
+    engine = ListEngine()
+    with engine.begin() as etxn:
+        assert read_metadata(etxn) == ({}, [], {})
+    store = centidb.Store(engine)
+    with store.begin(write=True) as txn:
+        store.collection('new').put('x', txn=txn)
+        inside = read_metadata(txn.engine_txn)
+        assert [meta.name for meta in inside.collections] == ['new']
+        assert inside.counters == {'new:key': 2}
+        txn.abort()
+    with engine.begin() as etxn:
+        assert read_metadata(etxn).collections == []
 
 
 def test_two_encoders_with_one_id_refuse_to_open():

@@ -1,11 +1,15 @@
-"""The ``centidb`` command line, run as ``python -m centidb`` on real stores.
+"""centidb.cli, the ``centidb`` command line, run as ``python -m centidb`` on real stores.
 
-Every test runs the CLI in a subprocess with a timeout, on LMDB and on
-LevelDB stores built through the Python API.
+Every subcommand runs in a subprocess with a timeout, on LMDB and on
+LevelDB stores built through the Python API. The package uses only public
+names of the rest of centidb, and reads the catalog through
+:func:`centidb.catalog.read_metadata`; its old module paths are aliases.
 """
 
+import ast
 import datetime
 import decimal
+import importlib.util
 import json
 import os
 import subprocess
@@ -281,3 +285,64 @@ def test_lmdb_backup_while_another_process_writes(work):
     [busy] = info['collections']
     assert busy['records'] >= 500 and busy['records'] % 50 == 0
     assert os.path.exists(dest / 'data.mdb')
+
+
+# --- the package --------------------------------------------------------------------------
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CLI_DIR = os.path.join(ROOT, 'centidb', 'cli')
+
+
+def _private_names_tool():
+    """dev/private_names.py, the count of private names used across modules."""
+    spec = importlib.util.spec_from_file_location(
+        'private_names', os.path.join(ROOT, 'dev', 'private_names.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _cli_files():
+    return sorted(os.path.join(CLI_DIR, name) for name in os.listdir(CLI_DIR)
+                  if name.endswith('.py'))
+
+
+def test_the_command_line_uses_no_private_name_of_another_module():
+    tool = _private_names_tool()
+    found = {os.path.basename(path): dict(tool.foreign_uses(path)) for path in _cli_files()}
+    assert len(found) == 4
+    assert all(uses == {} for uses in found.values()), found
+
+
+def test_the_private_names_tool_finds_them(tmp_path):
+    source = tmp_path / 'probe.py'
+    source.write_text('from centidb.txn import _hidden\n'
+                      'class Own:\n    def f(self):\n        self._mine = 1\n'
+                      '        return self._mine, store._catalog, store._catalog\n')
+    assert dict(_private_names_tool().foreign_uses(str(source))) == {'_hidden': 1,
+                                                                    '_catalog': 2}
+
+
+def test_the_command_line_reads_the_catalog_only_through_read_metadata():
+    imported = {}
+    for path in _cli_files():
+        with open(path, encoding='utf-8') as fp:
+            tree = ast.parse(fp.read())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or '').startswith('centidb'):
+                for alias in node.names:
+                    imported.setdefault(node.module, set()).add(alias.name)
+    assert imported['centidb.catalog'] == {'read_metadata'}
+    everything = set(imported) | {f'{module}.{name}' for module, names in imported.items()
+                                  for name in names}
+    assert not everything & {'centidb.metarecords', 'centidb.keylib', 'centidb.keyformat'}
+
+
+def test_the_old_module_paths_are_aliases():
+    from centidb import catalog, cli_commands, cli_common, cli_dump
+    from centidb.cli import commands, common, dump
+    for alias, module in ((cli_commands, commands), (cli_common, common), (cli_dump, dump)):
+        assert set(module.__all__) <= set(alias.__all__)
+        assert all(getattr(alias, name) is getattr(module, name) for name in module.__all__)
+    assert (cli_common.read_metadata, cli_common.CollectionMeta) == (
+        catalog.read_metadata, catalog.CollectionMeta)

@@ -17,7 +17,7 @@ import pytest
 
 import centidb
 from centidb.cli import main
-from centidb.cli_common import EXIT_INTERNAL, EXIT_STORE, EXIT_USAGE
+from centidb.cli.common import EXIT_INTERNAL, EXIT_STORE, EXIT_USAGE
 
 TIMEOUT = 120
 PAGE = 4096
@@ -192,7 +192,8 @@ def test_unexpected_error_and_debug(tmp_path, cli, monkeypatch):
 
 
 def test_every_exit_status_is_documented():
-    from centidb import cli, cli_common
+    from centidb import cli
+    from centidb.cli import common as cli_common
     statuses = {value for name, value in vars(cli_common).items() if name.startswith('EXIT_')}
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     with open(os.path.join(root, 'docs', 'cli.rst'), encoding='utf-8') as f:

@@ -30,7 +30,8 @@ DOCS = os.path.join(ROOT, 'docs')
 # Pages whose examples carry the narrative: each must hold tested examples.
 EXAMPLE_PAGES = ['index', 'tutorial', 'models', 'concepts', 'encoders', 'engines']
 # Modules the API reference documents, with every public name.
-API_MODULES = ['cli', 'cli_commands', 'cli_dump', 'cli_common', 'model', 'modelindex', 'fields',
+API_MODULES = ['cli', 'cli.commands', 'cli.dump', 'cli.common', 'models', 'models.model',
+               'models.index', 'models.fields',
                'store', 'admin', 'hooks', 'verify', 'collection', 'bulk', 'mapping', 'index', 'query', 'access', 'writing',
                'savepoint', 'limits', 'records', 'catalog', 'txn',
                'impl', 'keylib', 'keyformat', 'encodings', 'dumpformat', 'dumpfile', 'engines', 'engines.etcd',

@@ -1,14 +1,14 @@
 """Engines by short name, as the command line's ``--engine``, and ``path=`` everywhere.
 
 ``centidb.open('lmdb', path=...)`` works as ``centidb --engine lmdb`` does:
-both read :data:`centidb.engines.ENGINE_ALIASES`. Every engine on disk takes
+both read :data:`centidb.engines.ENGINE_ALIASES` (the command line's side is
+in test_cli_common.py). Every engine on disk takes
 its directory as ``path=``; LevelDB's older ``name=`` still works.
 """
 
 import pytest
 
 import centidb
-from centidb import cli_common
 from centidb.engines import (
     ENGINE_ALIASES,
     LmdbEngine,
@@ -68,14 +68,3 @@ def test_leveldb_keeps_name_as_an_alias_of_path(tmp_path):
         PlyvelEngine(path=str(tmp_path / 'x'), name=str(tmp_path / 'x'))
     with pytest.raises(TypeError, match='path='):
         PlyvelEngine()
-
-
-def test_the_command_line_uses_the_same_names():
-    assert cli_common.ENGINE_ALIASES is ENGINE_ALIASES
-    for alias, target in ENGINE_ALIASES.items():
-        if target in cli_common.FILE_ENGINES:
-            assert cli_common.engine_name(alias) == target
-            assert cli_common.engine_name(alias.upper()) == target
-    for refused in ('memory', 'etcd', 'MemoryEngine'):
-        with pytest.raises(cli_common.CliError, match='lmdb, leveldb'):
-            cli_common.engine_name(refused)

@@ -3,8 +3,11 @@
 Each module of centidb has a layer (``LAYERS``, lowest first). A module may
 import only modules of strictly lower layers, counting imports anywhere in
 the file (inside functions too); inside the engines package, modules import
-only the ones listed before them. The compiled twin's sources are checked
-too. A new module must be given its layer here, or the test fails.
+only the ones listed before them. A package named in ``PACKAGES`` has one
+layer as a whole: its modules may import each other (without a cycle), and
+none imports anything above the package. The compiled twin's sources are
+checked too. A new module must be given its layer here (or belong to a
+package of ``PACKAGES``), or the test fails.
 """
 
 import ast
@@ -43,16 +46,25 @@ LAYERS = [
     ['collection'],
     ['verify', 'admin'],
     ['store'],
-    ['fields'],
-    ['modelindex'],
-    ['model'],
-    ['cli_common'],                 # the command line: shared parts,
-    ['cli_commands'],               # the subcommands,
-    ['cli_dump'],                   # dump and load,
-    ['cli'],                        # the parser and main()
+    ['models'],                     # Model: fields, index declarations, the model
+    ['cli'],                        # the command line
+    ['model', 'modelindex', 'fields', 'cli_common', 'cli_commands', 'cli_dump'],  # aliases
     ['__main__'],                   # python -m centidb
     [''],   # the package's __init__: re-exports only
 ]
+
+#: Packages ranked as a whole: their modules share the package's layer.
+PACKAGES = ['cli', 'models']
+
+
+def unit(module):
+    """The name `module` is ranked under: its package's if that is in :data:`PACKAGES`."""
+    for package in PACKAGES:
+        if module == package or module.startswith(package + '.'):
+            return package
+    return module
+
+
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 
 
@@ -112,14 +124,70 @@ MODULES = module_files()
 
 
 def test_every_module_has_a_layer():
-    assert set(MODULES) <= set(RANK), sorted(set(MODULES) - set(RANK))
+    units = {unit(module) for module in MODULES}
+    assert units <= set(RANK), sorted(units - set(RANK))
+
+
+def upward_imports(module, paths):
+    """The modules that `module` (its source at `paths`) imports and may not."""
+    return sorted(target for target in imports_of(paths, MODULES)
+                  if unit(target) != unit(module)
+                  and RANK.get(unit(target), -1) >= RANK[unit(module)])
 
 
 @pytest.mark.parametrize('module', sorted(MODULES))
 def test_imports_point_down(module):
-    upward = sorted(target for target in imports_of(MODULES[module], MODULES)
-                    if target != module and RANK.get(target, -1) >= RANK[module])
+    upward = upward_imports(module, MODULES[module])
     assert not upward, f'centidb.{module} imports {upward}, which are not below it'
+
+
+def cycle_in(graph):
+    """A list of nodes forming a cycle in `graph` (``{node: successors}``), or None."""
+    done, path = set(), []
+
+    def visit(node):
+        if node in path:
+            return path[path.index(node):] + [node]
+        if node in done:
+            return None
+        path.append(node)
+        for successor in sorted(graph.get(node, ())):
+            found = visit(successor)
+            if found:
+                return found
+        path.pop()
+        done.add(node)
+        return None
+
+    for node in sorted(graph):
+        found = visit(node)
+        if found:
+            return found
+    return None
+
+
+@pytest.mark.parametrize('package', PACKAGES)
+def test_the_modules_of_a_package_import_each_other_without_a_cycle(package):
+    inside = {module for module in MODULES if unit(module) == package}
+    graph = {module: {target for target in imports_of(MODULES[module], MODULES)
+                      if target in inside and target != module}
+             for module in inside}
+    assert cycle_in(graph) is None
+
+
+def test_a_cycle_is_found():
+    assert cycle_in({'a': {'b'}, 'b': {'c'}, 'c': {'a'}}) == ['a', 'b', 'c', 'a']
+    assert cycle_in({'a': {'b'}, 'b': {'c'}, 'c': set()}) is None
+
+
+def test_a_package_importing_upward_is_caught(tmp_path):
+    """A module inside a ranked package may import its package's modules, nothing above."""
+    source = tmp_path / 'probe.py'
+    source.write_text('from centidb.models.model import Model\n'
+                      'def later():\n    from centidb.cli.common import CliError\n')
+    assert upward_imports('models.probe', str(source)) == ['cli.common']
+    assert upward_imports('cli.probe', str(source)) == []
+    assert upward_imports('store', str(source)) == ['cli.common', 'models.model']
 
 
 def test_the_compiled_twin_imports_only_the_bottom_layer():

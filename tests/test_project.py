@@ -46,3 +46,30 @@ def test_readme_example_runs(tmp_path, capsys):
     printed = capsys.readouterr().out.splitlines()
     assert printed[1:] == ["[('smith', 'ann')]", '1 False', 'True Bath', 'dee',
                            "[(('ops',), ('smith', 'ann'))]"]
+
+
+def test_every_subpackage_is_packaged():
+    """pyproject.toml lists each package directory of centidb, or an install lacks it."""
+    listed = re.search(r'^packages = \[(.*)\]$', read('pyproject.toml'), re.M).group(1)
+    packages = {name.strip().strip('"') for name in listed.split(',')}
+    found = {os.path.relpath(directory, ROOT).replace(os.sep, '.')
+             for directory, _, names in os.walk(os.path.join(ROOT, 'centidb'))
+             if '__init__.py' in names}
+    assert found == packages and {'centidb.cli', 'centidb.models'} <= found
+
+
+#: Packages whose every module has a test file named after it.
+MIRRORED_PACKAGES = ('cli', 'models')
+
+
+def test_the_modules_of_the_mirrored_packages_have_their_test_files():
+    """``centidb/cli/dump.py`` is tested in ``tests/test_cli_dump.py``; the package's
+    ``__init__.py`` in ``tests/test_cli.py``."""
+    missing = []
+    for package in MIRRORED_PACKAGES:
+        for name in sorted(os.listdir(os.path.join(ROOT, 'centidb', package))):
+            if name.endswith('.py'):
+                stem = package if name == '__init__.py' else f'{package}_{name[:-3]}'
+                if not os.path.exists(os.path.join(ROOT, 'tests', f'test_{stem}.py')):
+                    missing.append(f'tests/test_{stem}.py')
+    assert missing == []

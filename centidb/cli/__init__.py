@@ -9,6 +9,12 @@ status: 0 success, 1 problems found (``verify``) or no such key (``get``),
 written, 4 the ``--app`` callable failed, 5 an unexpected error (a bug),
 130 interrupted. Every failure is one line on stderr naming the error's
 class; the global ``--debug`` option prints the traceback too.
+
+This package holds the parser and :func:`main`; the subcommands are in
+:mod:`centidb.cli.commands` and :mod:`centidb.cli.dump`, and what they share
+(opening a store from a path, ``--app``, ``--option``, output) in
+:mod:`centidb.cli.common`. The command line uses the public API only, and
+reads the catalog with :func:`centidb.catalog.read_metadata`.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ import sys
 import traceback
 from typing import IO, Callable, Sequence
 
-from centidb import cli_commands, cli_dump
-from centidb.cli_common import (
+from centidb.cli import commands, dump
+from centidb.cli.common import (
     EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_STORE, EXIT_USAGE, CliError,
 )
 from centidb.errors import (
@@ -88,64 +94,64 @@ def make_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--debug', action='store_true',
                         help='on an error, print the traceback too')
-    commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
+    subparsers = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
     common = [_common()]
 
     def add(name: str, func: Command, help_text: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, parents=common, help=help_text,
-                                  description=help_text)
+        sub = subparsers.add_parser(name, parents=common, help=help_text,
+                                    description=help_text)
         sub.add_argument('store', metavar='STORE', help='the store path')
         sub.set_defaults(func=func)
         return sub
 
-    sub = add('info', cli_commands.cmd_info,
+    sub = add('info', commands.cmd_info,
               'format, collections (records, indexes, encoders, key kind), counters, size')
     sub.add_argument('--json', action='store_true', help='one JSON object')
 
-    sub = add('get', cli_commands.cmd_get, 'print the value stored under KEY')
+    sub = add('get', commands.cmd_get, 'print the value stored under KEY')
     sub.add_argument('collection', metavar='COLLECTION')
     sub.add_argument('key', metavar='KEY', help='a JSON array, e.g. \'["ann", 1]\'')
 
-    _query_options(add('keys', cli_commands.cmd_keys, "a collection's keys, one per line"))
-    _query_options(add('scan', cli_commands.cmd_scan,
+    _query_options(add('keys', commands.cmd_keys, "a collection's keys, one per line"))
+    _query_options(add('scan', commands.cmd_scan,
                        "a collection's records as {\"key\": ..., \"value\": ...} lines"))
 
-    sub = add('dump', cli_dump.cmd_dump, 'write collections, metadata and counters '
+    sub = add('dump', dump.cmd_dump, 'write collections, metadata and counters '
                                           'as JSON Lines')
     sub.add_argument('-c', '--collection', metavar='COLLECTION', action='append',
                      dest='collections', help='only this collection (repeatable)')
     sub.add_argument('-o', '--output', metavar='FILE', help='write to FILE, not stdout')
 
-    sub = add('load', cli_dump.cmd_load, 'read a dump into STORE (created if missing), all '
+    sub = add('load', dump.cmd_load, 'read a dump into STORE (created if missing), all '
                                           'or nothing; loading the same dump again changes '
                                           'nothing')
     sub.add_argument('file', metavar='FILE', nargs='?', help='the dump (default: stdin)')
-    sub.add_argument('--batch', metavar='N', type=int, default=cli_dump.LOAD_BATCH,
+    sub.add_argument('--batch', metavar='N', type=int, default=dump.LOAD_BATCH,
                      help='records per transaction into a new store (default %(default)s)')
     sub.add_argument('--partial', action='store_true',
                      help='load the valid lines of a dump that is cut short, damaged or '
                           'has no trailer, with a warning saying what is missing')
 
-    add('verify', cli_commands.cmd_verify, 'check every record and index entry; '
+    add('verify', commands.cmd_verify, 'check every record and index entry; '
                                             'one line per problem')
 
-    sub = add('reindex', cli_commands.cmd_reindex,
+    sub = add('reindex', commands.cmd_reindex,
               'rebuild the indexes of COLLECTION that --app adds (or only INDEX)')
     sub.add_argument('collection', metavar='COLLECTION')
     sub.add_argument('index', metavar='INDEX', nargs='?')
 
-    sub = add('backup', cli_commands.cmd_backup,
+    sub = add('backup', commands.cmd_backup,
               'a consistent copy of STORE at DEST, on the same engine, while others write')
     sub.add_argument('dest', metavar='DEST')
 
-    sub = add('copy', cli_commands.cmd_copy,
+    sub = add('copy', commands.cmd_copy,
               'copy every key of STORE to a new store DEST on the engine --engine names '
               '(--option: its options)')
     sub.add_argument('dest', metavar='DEST')
     sub.add_argument('--source-engine', metavar='NAME',
                      help='the engine of STORE, if its files do not tell')
 
-    sub = add('compact', cli_commands.cmd_compact,
+    sub = add('compact', commands.cmd_compact,
               'LevelDB: compact now; LMDB: rewrite the file compacted; refused while '
               'any other process has STORE open')
     sub.add_argument('--offline', action='store_true',

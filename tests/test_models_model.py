@@ -1,9 +1,11 @@
-"""centidb.model: declarative models, on every engine.
+"""centidb.models.model: declarative models, on every engine.
 
 Declaring fields, keys and indexes; binding to a store (again after a
-reopen); saving, loading and deleting instances; the field type checks,
-which write nothing when they fail; transactions and joining; put_many;
-queries on keys and indexes returning instances; unique indexes.
+reopen); saving, loading and deleting instances; a field changed after
+construction is checked at save; transactions and joining; put_many and
+delete_many; queries on keys and indexes returning instances; unique
+indexes. The field type checks are in test_models_fields.py, index
+declarations and group counts in test_models_index.py.
 """
 
 from __future__ import annotations
@@ -17,9 +19,12 @@ from typing import Any, ClassVar, Dict, List, Literal, Optional, Tuple, Union
 import pytest
 
 import centidb
-from centidb import fields, model, modelindex
-from centidb.errors import KeyKindMismatchError, ModelNotBoundError, StoreError, UniqueError
-from centidb.model import DeclaredIndex, Field, ModelIndex
+from centidb.errors import (
+    KeyKindMismatchError, ModelNotBoundError, StoreError, UniqueError, UnsupportedKeyTypeError,
+)
+from centidb.models import fields, model
+from centidb.models import index as modelindex
+from centidb.models.model import DeclaredIndex, Field, ModelIndex
 
 from stores import contents, fails_cleanly
 
@@ -60,33 +65,8 @@ class Note(centidb.Model):          # counter keys, collection 'Note'
     by_label = centidb.index_on('labels')
 
 
-class Everything(centidb.Model, collection='everything', key='id'):
-    id: int
-    s: str = ''
-    b: bytes = b''
-    i: int = 0
-    f: float = 0.0
-    flag: bool = False
-    none: None = None
-    when: datetime.datetime = datetime.datetime(2020, 1, 1)
-    day: datetime.date = datetime.date(2020, 1, 1)
-    price: decimal.Decimal = decimal.Decimal('0')
-    uid: uuid.UUID = uuid.UUID(int=0)
-    ints: list[int] = centidb.field(default_factory=list)
-    old_list: List[str] = centidb.field(default_factory=list)
-    scores: dict[str, float] = centidb.field(default_factory=dict)
-    old_dict: Dict[str, int] = centidb.field(default_factory=dict)
-    pair: tuple[int, str] = (0, '')
-    many: tuple[int, ...] = ()
-    old_pair: Tuple[str, str] = ('', '')
-    maybe: Optional[int] = None
-    either: Union[int, str] = 0
-    status: Literal['open', 'closed'] = 'open'
-    anything: Any = None
-
-
 def bind_all(store):
-    for model in (User, Person, Event, Note, Everything):
+    for model in (User, Person, Event, Note):
         model.bind(store)
 
 
@@ -115,11 +95,11 @@ def test_the_constructor_takes_fields_as_keywords():
 
 
 def test_declarations_are_read_from_the_class_body():
-    schema = User._model
+    schema = User._model_schema
     assert list(schema.fields) == ['email', 'name', 'age', 'tags', 'nickname']
     assert list(schema.indexes) == ['by_age', 'by_tag', 'by_name']
     assert schema.collection == 'users' and schema.key == ('email',)
-    assert Note._model.collection == 'Note' and Note._model.key is None
+    assert Note._model_schema.collection == 'Note' and Note._model_schema.key is None
     assert User.kind == 'person' and User.age == 0
     assert not hasattr(User, 'email') and not hasattr(User, 'tags')
     assert isinstance(vars(User)['by_age'], DeclaredIndex)
@@ -133,15 +113,15 @@ def test_a_subclass_inherits_fields_indexes_and_key():
     class Admin(User, collection='admins'):
         level: int = 1
 
-    assert list(Admin._model.fields) == ['email', 'name', 'age', 'tags', 'nickname', 'level']
-    assert list(Admin._model.indexes) == ['by_age', 'by_tag', 'by_name']
-    assert Admin._model.key == ('email',) and Admin._model.collection == 'admins'
+    assert list(Admin._model_schema.fields) == ['email', 'name', 'age', 'tags', 'nickname', 'level']
+    assert list(Admin._model_schema.indexes) == ['by_age', 'by_tag', 'by_name']
+    assert Admin._model_schema.key == ('email',) and Admin._model_schema.collection == 'admins'
     assert Admin(email='a', name='b').level == 1
 
     class Adult(User, collection='adults'):
         age: int = 18                           # redeclared: it keeps its place
 
-    assert list(Adult._model.fields) == list(User._model.fields)
+    assert list(Adult._model_schema.fields) == list(User._model_schema.fields)
     assert Adult(email='a', name='b').age == 18 and User.age == 0
 
 
@@ -375,85 +355,6 @@ def test_a_missing_field_in_a_stored_record(store):
 
 # --- type checks ---------------------------------------------------------------------
 
-GOOD = [
-    ('s', 'text'), ('b', b'\x00'), ('i', -5), ('i', 2 ** 70), ('f', 1.5), ('f', 2),
-    ('flag', True), ('none', None), ('when', datetime.datetime(2020, 1, 1, 9)),
-    ('day', datetime.date(2021, 2, 3)), ('price', decimal.Decimal('9.90')),
-    ('uid', uuid.UUID(int=7)), ('ints', [1, 2]), ('old_list', ['a']),
-    ('scores', {'x': 1.5, 'y': 2}), ('old_dict', {'a': 1}), ('pair', (1, 'a')),
-    ('many', (1, 2, 3)), ('old_pair', ('a', 'b')), ('maybe', None), ('maybe', 3),
-    ('either', 'x'), ('either', 3), ('status', 'closed'),
-    ('anything', {'nested': [1]}),
-]
-
-
-@pytest.mark.parametrize('name, value', GOOD, ids=[f'{n}={v!r}' for n, v in GOOD])
-def test_values_that_fit_are_stored_and_read_back(store, name, value):
-    Everything.bind(store)
-    Everything(id=1, **{name: value}).save()
-    back = getattr(Everything.get(1), name)
-    assert back == value and type(back) is type(value)
-
-
-BAD = [
-    ('s', b'bytes', 'str', 'bytes'),
-    ('b', 'text', 'bytes', 'str'),
-    ('i', True, 'int', 'bool'),                 # bool is not accepted for int
-    ('i', 1.0, 'int', 'float'),
-    ('f', False, 'float', 'bool'),
-    ('f', '1.5', 'float', 'str'),
-    ('flag', 1, 'bool', 'int'),                 # nor int for bool
-    ('flag', None, 'bool', 'NoneType'),
-    ('none', 0, 'None', 'int'),
-    ('when', '2020-01-01', 'datetime', 'str'),
-    ('day', '2020-01-01', 'date', 'str'),
-    ('price', 9.9, 'Decimal', 'float'),
-    ('uid', 'x', 'UUID', 'str'),
-    ('ints', (1, 2), r'list\[int\]', 'tuple'),
-    ('ints', [1, 'x'], r'list\[int\]', r"a list whose item \[1\] is str \('x'\)"),
-    ('old_list', [1], r'list\[str\]', r'a list whose item \[0\] is int'),
-    ('scores', {'x': 'y'}, r'dict\[str, float\]', "a dict whose value at 'x' is str"),
-    ('scores', {1: 1.0}, r'dict\[str, float\]', 'a dict with a key of int'),
-    ('pair', (1, 2), r'tuple\[int, str\]', r'a tuple whose item \[1\] is int'),
-    ('pair', (1,), r'tuple\[int, str\]', 'a tuple of 1 items'),
-    ('many', (1, 'x'), r'tuple\[int, \.\.\.\]', r'a tuple whose item \[1\] is str'),
-    ('maybe', 'x', r'int \| None', 'str'),
-    ('either', 1.5, r'int \| str', 'float'),
-    ('status', 'shut', r"Literal\['open', 'closed'\]", 'str'),
-]
-
-
-@pytest.mark.parametrize('name, value, expected, found', BAD,
-                         ids=[f'{n}={v!r}' for n, v, _, _ in BAD])
-def test_a_wrong_type_is_an_error_that_writes_nothing(store, name, value, expected, found):
-    Everything.bind(store)
-    thing = Everything(id=1, **{name: value})
-    message = rf'^Everything\.{name} must be {expected}, not {found}'
-    fails_cleanly(store, TypeError, thing.save, match=message)
-    fails_cleanly(store, TypeError, lambda: Everything.put_many([Everything(id=2), thing]),
-                  match=message)
-
-
-class Newer(centidb.Model, collection='newer', key='id'):
-    id: int
-    n: int | None = None        # a string annotation, read when the model is bound
-
-
-@pytest.mark.skipif(sys.version_info < (3, 10), reason='X | Y is a type from Python 3.10')
-def test_union_operator_annotations(store):
-    Newer.bind(store)
-    assert Newer(id=1, n=2).save() == (1,) and Newer(id=2).save() == (2,)
-    fails_cleanly(store, TypeError, Newer(id=3, n='x').save,  # type: ignore[arg-type]
-                  match=r"^Newer.n must be int \| None, not str \('x'\)")
-
-
-@pytest.mark.skipif(sys.version_info >= (3, 10), reason='X | Y is a type from Python 3.10')
-def test_union_operator_annotations_before_python_3_10(store):
-    with pytest.raises(TypeError, match=r'cannot read the field types of Newer: .*'
-                                        r'write Optional\[X\] for X \| None'):
-        Newer.bind(store)
-
-
 def test_a_field_changed_after_construction_is_checked(store):
     bind_all(store)
     ann = User(email='a', name='Ann')
@@ -623,3 +524,85 @@ def test_an_abandoned_index_query_ends_its_read_transaction(store, monkeypatch):
     with store.begin(write=True) as txn:     # joined: no transaction of its own
         assert [n.text for n in Note.by_label.values(txn=None)] == ['0', '1', '2']
     assert len(begun) == 2 and txn.write
+
+
+# --- delete_many ---------------------------------------------------------------------
+
+class Member(centidb.Model, collection='members', key='login'):
+    login: str
+    city: str
+    team: str = ''
+
+    by_city = centidb.index_on('city')
+    by_city_team = centidb.index_on('city', 'team')
+
+
+class Memo(centidb.Model, collection='memos'):    # counter keys
+    text: str
+
+    by_text = centidb.index_on('text')
+
+
+class Unbound(centidb.Model, collection='unbound', key='k'):
+    k: int
+
+    by_k = centidb.index_on('k')
+
+
+MEMBERS = [('ann', 'Oslo', 'red'), ('bob', 'Oslo', 'blue'), ('cy', 'Rome', 'red'),
+           ('dee', 'Oslo', 'red'), ('eve', 'Lima', '')]
+
+
+@pytest.fixture
+def members(store):
+    Member.bind(store)
+    Member.put_many([Member(login=login, city=city, team=team)
+                     for login, city, team in MEMBERS])
+    return store
+
+
+def test_delete_many_by_key_and_by_instance(members):
+    dee = Member.get('dee')
+    deleted = Member.delete_many(['ann', ('bob',), dee, 'zed', 'ann'])
+    assert deleted == [Member(login='ann', city='Oslo', team='red'),
+                       Member(login='bob', city='Oslo', team='blue'), dee, None, None]
+    assert [m.login for m in Member.values()] == ['cy', 'eve']
+    assert Member.by_city.group_counts() == [(('Lima',), 1), (('Rome',), 1)]
+    assert Member.by_city_team.count() == 2
+    assert Member.delete_many([]) == []
+
+
+def test_delete_many_is_all_or_nothing(members):
+    with pytest.raises(UnsupportedKeyTypeError):
+        Member.delete_many(['ann', object()])
+    with pytest.raises(TypeError, match=r'takes keys or Member instances, not Memo'):
+        Member.delete_many(['ann', Memo(text='x')])
+    assert Member.count() == len(MEMBERS) and Member.by_city.count() == len(MEMBERS)
+    with pytest.raises(RuntimeError):
+        with members.begin(write=True):
+            assert len(Member.delete_many(['ann', 'bob'])) == 2    # joins the transaction
+            assert Member.count() == 3
+            raise RuntimeError('abort')
+    assert Member.count() == len(MEMBERS)
+    with members.begin(write=True) as txn:
+        Member.delete_many(['cy'], txn=txn)
+    assert Member.get('cy') is None and Member.by_city.get('Rome') is None
+
+
+def test_delete_many_with_counter_keys(store):
+    Memo.bind(store)
+    memos = [Memo(text=text) for text in 'abc']
+    Memo.put_many(memos)
+    with pytest.raises(ValueError, match='never saved'):
+        Memo.delete_many([memos[0], Memo(text='new')])
+    assert Memo.count() == 3
+    deleted = Memo.delete_many([memos[0], (3,)])
+    assert deleted == [Memo(text='a'), Memo(text='c')]
+    assert [key for key, _ in Memo.items()] == [(2,)]
+    assert deleted[1].save() == (3,)        # a deleted instance keeps its number
+    assert list(Memo.by_text.keys()) == [(2,), (3,)]
+
+
+def test_delete_many_needs_a_bound_model():
+    with pytest.raises(ModelNotBoundError):
+        Unbound.delete_many([1])

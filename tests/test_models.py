@@ -1,6 +1,10 @@
-"""Models keyed and indexed on ``datetime.date`` fields, on every engine.
+"""centidb.models, the package: its re-exports, its old module paths, and dates end to end.
 
-A ``date`` field is a key element of its own kind (see docs/format.rst):
+The package re-exports what ``centidb`` does of it; ``centidb.model``,
+``centidb.modelindex`` and ``centidb.fields`` are aliases of its modules.
+
+Models keyed and indexed on ``datetime.date`` fields, on every engine: a
+``date`` field is a key element of its own kind (see docs/format.rst):
 saving, loading, key ranges and index ranges by date work end to end, and
 a ``datetime`` in a ``date`` field is a different key.
 """
@@ -11,7 +15,9 @@ import datetime
 from typing import Optional
 
 import centidb
-from centidb import Desc
+from centidb import Desc, models
+from centidb.models import fields, model
+from centidb.models import index as modelindex
 
 D = datetime.date
 
@@ -84,3 +90,26 @@ def test_a_key_of_a_date_and_a_str(store):
     assert [r.day.day for r in Reading.by_station_day.values(
         ('north', D(2026, 3, 2)), ('north', D(2026, 3, 9)))] == [2, 3]
     assert Reading.by_station_day.count(prefix=('north', D(2026, 3, 3))) == 1
+
+
+# --- the package ------------------------------------------------------------------------
+
+def test_the_package_reexports_the_model_names():
+    assert set(models.__all__) == {'Model', 'Field', 'field', 'index_on', 'DeclaredIndex',
+                                   'ModelIndex'}
+    homes = {'Model': model, 'Field': fields, 'field': fields, 'index_on': modelindex,
+             'DeclaredIndex': modelindex, 'ModelIndex': modelindex}
+    assert all(getattr(models, name) is getattr(homes[name], name) for name in models.__all__)
+    assert (centidb.Model, centidb.field, centidb.index_on) == (
+        models.Model, models.field, models.index_on)
+
+
+def test_the_old_module_paths_are_aliases():
+    """centidb.model, centidb.modelindex and centidb.fields give the same objects."""
+    import centidb.fields
+    import centidb.model
+    import centidb.modelindex
+    for alias, module in ((centidb.model, model), (centidb.modelindex, modelindex),
+                          (centidb.fields, fields)):
+        assert alias.__all__ == module.__all__
+        assert all(getattr(alias, name) is getattr(module, name) for name in module.__all__)

@@ -1,29 +1,74 @@
-"""The store lock: ``centidb compact`` proves that no other process has the store open.
+"""centidb.cli.commands: the helpers of the subcommands, and ``compact`` under the store lock.
 
-Every LMDB and LevelDB engine holds a shared ``flock`` on the store's
-``centidb.lock``; ``compact`` makes it exclusive without waiting. These
-tests run a second, real process that holds a store open (writing to it,
-or only holding it, or compacting it) and check what the other side sees.
+``parse_key`` and ``key_json`` turn keys into JSON arrays of tagged JSON and
+back; ``copy_engine`` copies every key of one engine into another. The
+subcommands themselves run end to end in test_cli.py.
+
+The store lock: ``centidb compact`` proves that no other process has the
+store open. Every LMDB and LevelDB engine holds a shared ``flock`` on the
+store's ``centidb.lock``; ``compact`` makes it exclusive without waiting.
+These tests run a second, real process that holds a store open (writing to
+it, or only holding it, or compacting it) and check what the other side
+sees.
 """
 
+import datetime
 import io
+import json
 import os
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+import uuid
 
 import pytest
 
 import centidb
 from centidb.cli import main
-from centidb.engines import LmdbEngine, PlyvelEngine
+from centidb.cli.commands import COPY_BATCH, copy_engine, key_json, parse_key
+from centidb.cli.common import EXIT_USAGE, CliError
+from centidb.engines import LmdbEngine, MemoryEngine, PlyvelEngine
 from centidb.engines.paths import LOCK_NAME, StoreLock, lock_path
 from centidb.errors import DatabaseLockedError, DatabaseNotFoundError
 
 TIMEOUT = 120
 KINDS = {'lmdb': 'LmdbEngine', 'leveldb': 'PlyvelEngine'}
+
+
+# --- keys as JSON, and copies ------------------------------------------------------------
+
+KEYS = [(), (1,), ('ann', 2), (b'\x00\xff', None, True, -1.5),
+        (datetime.datetime(2020, 1, 2, 3, 4, 5), uuid.UUID(int=9), ('nested', 1))]
+
+
+@pytest.mark.parametrize('key', KEYS, ids=repr)
+def test_key_json_and_parse_key_round_trip(key):
+    text = json.dumps(key_json(key))
+    assert parse_key(text, 'KEY') == key
+
+
+def test_parse_key_takes_a_bare_scalar_and_refuses_bad_json():
+    assert parse_key('7', 'KEY') == (7,) and parse_key('"a"', '--lo') == ('a',)
+    with pytest.raises(CliError, match='--lo must be a JSON array') as caught:
+        parse_key('[1,', '--lo')
+    assert caught.value.status == EXIT_USAGE
+    with pytest.raises(CliError, match='^KEY: ') as caught:
+        parse_key('[{"$bytes": "not base64!"}]', 'KEY')
+    assert caught.value.status == EXIT_USAGE
+
+
+def test_copy_engine_copies_every_key_in_batches():
+    source, dest = MemoryEngine(), MemoryEngine()
+    pairs = [(b'k%05d' % n, b'v%d' % n) for n in range(COPY_BATCH * 2 + 3)]
+    with source.begin(write=True) as etxn:
+        for key, value in pairs:
+            etxn.put(key, value)
+    assert copy_engine(source, dest, quiet=True, desc='copy') == len(pairs)
+    with dest.begin() as etxn:
+        assert list(etxn.items()) == pairs
+    assert copy_engine(MemoryEngine(), MemoryEngine(), quiet=True, desc='copy') == 0
 
 # argv: kind, store, mode, ready file, stop file. Modes: 'write' commits
 # one record at a time until stop exists and prints how many it committed;
