@@ -64,7 +64,8 @@ def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> Encod
 
 
 def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
-         max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE, **engine_kwargs: Any) -> Store:
+         max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE, checksums: bool = False,
+         **engine_kwargs: Any) -> Store:
     """Open (or create) a store on a new engine and return the :class:`Store`.
 
     For example ``open('lmdb', path='x.lmdb')`` or ``open('leveldb',
@@ -80,6 +81,8 @@ def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
         ``'PlyvelEngine'``, ``'LmdbEngine'``) or
         :data:`~centidb.engines.OPTIONAL_ENGINES` (``'EtcdEngine'``).
     :param max_unpacked_size: as for :class:`Store`.
+    :param checksums: as for :class:`Store`: ``open(..., checksums=True)`` is
+        the recommended setup.
     :param engine_kwargs: keyword arguments for the engine's constructor.
     :returns: the :class:`Store`.
     :raises ValueError: for an unknown engine name.
@@ -93,7 +96,7 @@ def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
     engine_class = get_engine_class(engine)
     instance = engine_class(**engine_kwargs)
     try:
-        return Store(instance, max_unpacked_size=max_unpacked_size)
+        return Store(instance, max_unpacked_size=max_unpacked_size, checksums=checksums)
     except BaseException:
         instance.close()
         raise
@@ -113,6 +116,9 @@ class Store(CollectionAdmin, StoreHooks):
         that claims more raises :class:`~centidb.errors.CorruptRecordError`
         without unpacking it (default
         :data:`~centidb.encodings.MAX_UNPACKED_SIZE`, 64 MiB).
+    :param checksums: the first value of :attr:`checksums`: whether new
+        collections keep a CRC-32 checksum with each stored value (default
+        off; on is the recommended setup).
     :raises TypeError: if `engine` is not an ``Engine``, or
         `max_unpacked_size` not an ``int``.
     :raises ValueError: if `max_unpacked_size` is below 1.
@@ -121,7 +127,8 @@ class Store(CollectionAdmin, StoreHooks):
     """
 
     def __init__(self, engine: Engine, *,
-                 max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE) -> None:
+                 max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE,
+                 checksums: bool = False) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
         encodings.make_packers(max_unpacked_size)       # checks it before anything opens
@@ -135,9 +142,10 @@ class Store(CollectionAdmin, StoreHooks):
         self.default_encoder: Encoder = self._catalog.encoder(
             'msgpack')  # type: ignore[assignment]  # built in, so always registered
         #: Whether a new collection keeps checksums when ``collection()``
-        #: is not told (see its `checksum`). Off by default: checking costs
+        #: is not told (see its `checksum`); set by the `checksums` argument,
+        #: and may be changed at any time. Off by default: checking costs
         #: each read and write a CRC-32 of the value (see ``docs/perf.rst``).
-        self.checksums = False
+        self.checksums = bool(checksums)
 
     def __repr__(self) -> str:
         return f"<Store on {self.engine!r}{' closed' if self._txns.closed else ''}>"
