@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol
 import msgpack
 
 from centidb import impl
-from centidb.errors import ValueTooDeepError
+from centidb.errors import ValueTooDeepError, ValueTooLargeError
 
 if TYPE_CHECKING:
     from zstandard import ZstdCompressor, ZstdDecompressor
@@ -616,7 +616,8 @@ PLAIN_PACKER = Encoder('plain', _identity, _identity)
 #: batch) to, unless the store was opened with another ``max_unpacked_size``.
 #: A stored value claiming more raises ``ValueError`` before more than this
 #: is unpacked (reading a record, :class:`~centidb.errors.CorruptRecordError`),
-#: so a small crafted value cannot take a reader's memory.
+#: so a small crafted value cannot take a reader's memory; packing more
+#: raises :class:`~centidb.errors.ValueTooLargeError`, so none is written.
 MAX_UNPACKED_SIZE = 64 * 1024 * 1024
 
 
@@ -624,6 +625,24 @@ def _too_big(name: str, limit: int) -> ValueError:
     return ValueError(f'the {name} data unpacks to more than {limit} bytes, the '
                       f'max_unpacked_size limit (a store you trust can be opened with '
                       f'a larger max_unpacked_size)')
+
+
+def _too_large(name: str, size: int, limit: int) -> ValueTooLargeError:
+    return ValueTooLargeError(
+        f'the value encodes to {size} bytes, more than the {limit} bytes the '
+        f'max_unpacked_size limit lets the {name} packer unpack when reading it. '
+        f'Nothing was written: store smaller records, or open the store with a '
+        f'larger max_unpacked_size')
+
+
+def _bounded_compress(name: str, compress: Callable[[bytes], bytes],
+                      limit: int) -> Callable[[bytes], bytes]:
+    """`compress`, refusing data longer than `limit`: reading would refuse to unpack it."""
+    def bounded(data: bytes) -> bytes:
+        if len(data) > limit:
+            raise _too_large(name, len(data), limit)
+        return compress(data)
+    return bounded
 
 
 _CHUNK = 1024 * 1024
@@ -669,11 +688,14 @@ def _zstd_functions(zstandard: ModuleType, limit: int) -> tuple[Callable[[bytes]
 
     Contexts are not thread-safe, and making one per call costs more than
     compressing a small record. Decompressing refuses a frame whose header
-    gives a size above `limit`, and one without a size that unpacks to more.
+    gives a size above `limit`, and one without a size that unpacks to more;
+    compressing refuses data longer than `limit`.
     """
     local = threading.local()
 
     def compress(data: bytes) -> bytes:
+        if len(data) > limit:
+            raise _too_large('zstd', len(data), limit)
         context: ZstdCompressor
         try:
             context = local.compressor
@@ -722,8 +744,10 @@ def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
 
     :data:`ZLIB_PACKER` and the others are made by this function with
     :data:`MAX_UNPACKED_SIZE`; a store opened with another
-    ``max_unpacked_size`` reads with packers made by it. Unpacking more than
-    the limit raises ``ValueError`` without unpacking it all.
+    ``max_unpacked_size`` reads and writes with packers made by it.
+    Unpacking more than the limit raises ``ValueError`` without unpacking it
+    all; packing more raises :class:`~centidb.errors.ValueTooLargeError`
+    (a ``ValueError``), as such a value could never be read back.
 
     :param max_unpacked_size: the most bytes one stored value unpacks to.
     :returns: a ``list`` of :class:`Encoder`: zlib, then lz4, zstd and
@@ -736,13 +760,14 @@ def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
         raise TypeError(f'max_unpacked_size must be an int, not {type(limit).__name__!r}')
     if limit < 1:
         raise ValueError(f'max_unpacked_size must be at least 1, not {limit}')
-    packers = [Encoder('zlib', zlib.compress, _zlib_decompress(limit))]
+    packers = [Encoder('zlib', _bounded_compress('zlib', zlib.compress, limit),
+                       _zlib_decompress(limit))]
     try:
         import lz4.block as lz4_block
     except ImportError:
         pass
     else:
-        packers.append(Encoder('lz4', lz4_block.compress,
+        packers.append(Encoder('lz4', _bounded_compress('lz4', lz4_block.compress, limit),
                                _lz4_decompress(lz4_block.decompress, limit)))
     try:
         import zstandard
@@ -756,7 +781,8 @@ def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
     except (ImportError, AttributeError):
         pass
     else:
-        packers.append(Encoder('snappy', snappy_module.compress,
+        packers.append(Encoder('snappy', _bounded_compress('snappy', snappy_module.compress,
+                                                           limit),
                                _snappy_decompress(snappy_module.decompress, limit)))
     return packers
 

@@ -52,6 +52,9 @@ __all__ = ['open', 'Store', 'Transaction']
 _Self = TypeVar('_Self', bound='Store')
 _R = TypeVar('_R')
 
+# The names the store keeps its own built-in encoders and packers under.
+_BUILTIN_NAMES = frozenset(encoder.name for encoder in encodings.BUILTIN_ENCODERS)
+
 # A collection's stored metadata and its index ids (name -> prefix id).
 _Stored = Tuple[CollectionInfo, Dict[str, int]]
 
@@ -114,7 +117,8 @@ class Store(CollectionAdmin, StoreHooks):
     :param max_unpacked_size: the most bytes a built-in packer (zlib, lz4,
         zstd, snappy) unpacks one stored record or batch to; reading one
         that claims more raises :class:`~centidb.errors.CorruptRecordError`
-        without unpacking it (default
+        without unpacking it, and writing one that encodes to more raises
+        :class:`~centidb.errors.ValueTooLargeError`, writing nothing (default
         :data:`~centidb.encodings.MAX_UNPACKED_SIZE`, 64 MiB).
     :param checksums: the first value of :attr:`checksums`: whether new
         collections keep a CRC-32 checksum with each stored value (default
@@ -349,6 +353,9 @@ class Store(CollectionAdmin, StoreHooks):
             raise _packer_mismatch(name, info['packer'], packer.name)
         self._catalog.encoder_id(encoder)
         self._catalog.encoder_id(packer)
+        if packer.name in _BUILTIN_NAMES:
+            # This store's own, which packs and unpacks within its max_unpacked_size.
+            packer = self._catalog.encoder(packer.name) or packer
         return Collection(self, self._txns, self._catalog, name, info, key_func,
                           txn_key_func, encoder, packer, index_ids)
 
