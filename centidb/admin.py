@@ -14,7 +14,7 @@ uses of it is declared below for the type checker, never imported.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from centidb import keylib
 from centidb.catalog import Catalog
@@ -144,8 +144,11 @@ class CollectionAdmin:
         processes detach theirs at their next write transaction.
         ``collection(name)`` afterwards makes a new, empty collection, with
         new prefix ids. If the transaction aborts, nothing changes, and the
-        collection object works again. Like every write transaction on
-        LevelDB, the deletions are held in memory until the commit.
+        collection object works again. A transaction of its own is run again
+        if it conflicts with another client's (see
+        :meth:`~centidb.txn.TxnManager.retry_conflicts`). Like every write
+        transaction on LevelDB, the deletions are held in memory until the
+        commit.
 
         :param name: the collection's name.
         :param txn: a write :class:`Transaction` of this store to run in, so
@@ -161,7 +164,19 @@ class CollectionAdmin:
         """
         self._txns.check_open()
         check_name(name)
-        self._txns.run(txn, True, self._drop_in, name)
+        self._run_metadata_write(txn, self._drop_in, name)
+
+    def _run_metadata_write(self, txn: Transaction | None,
+                            func: Callable[..., None], *args: Any) -> None:
+        """``func(txn, engine txn, *args)`` in `txn`, or in one of its own, run again on conflicts.
+
+        Without `txn`, as :meth:`~centidb.txn.TxnManager.retry_conflicts`
+        says: joining this thread's open write transaction runs it once.
+        """
+        if txn is None:
+            self._txns.retry_conflicts(self._txns.run, None, True, func, *args)
+        else:
+            self._txns.run(txn, True, func, *args)
 
     def _stored_info(self, etxn: EngineTransaction, name: str) -> CollectionInfo:
         info = self._catalog.collection_info(etxn, name)
@@ -190,7 +205,8 @@ class CollectionAdmin:
         key counter moves too when it has the default name
         (``'<old>:key'``). The collection object of this session is
         detached, as by :meth:`drop_collection`: open it again with
-        ``collection(new)``.
+        ``collection(new)``. A transaction of its own is run again if it
+        conflicts with another client's, as for :meth:`drop_collection`.
 
         :param old: the collection's name.
         :param new: its new name, a non-empty ``str``.
@@ -209,7 +225,7 @@ class CollectionAdmin:
         self._txns.check_open()
         check_name(old)
         check_name(new)
-        self._txns.run(txn, True, self._rename_in, old, new)
+        self._run_metadata_write(txn, self._rename_in, old, new)
 
     def _rename_in(self, txn: Transaction, etxn: EngineTransaction, old: str,
                    new: str) -> None:
