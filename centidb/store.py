@@ -66,6 +66,25 @@ def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> Encod
         f'records differently')
 
 
+def _check_reopen_args(coll: Collection, key_func: Callable[[Any], Any] | None,
+                       txn_key_func: Callable[[Transaction, Any], Any] | None,
+                       encoder: Encoder | None, packer: Encoder | None,
+                       counter_name: str | None) -> None:
+    if encoder is not None and encoder.name != coll.encoder.name:
+        raise EncoderMismatchError(
+            f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
+            f'not {encoder.name!r}')
+    if packer is not None and packer.name != coll.packer.name:
+        raise _packer_mismatch(coll.name, coll.packer.name, packer.name)
+    if counter_name is not None and counter_name != coll.counter_name:
+        raise ValueError(f'collection {coll.name!r} uses counter '
+                         f'{coll.counter_name!r}, not {counter_name!r}')
+    if (key_func is not None and key_func is not coll.key_func) or (
+            txn_key_func is not None and txn_key_func is not coll.txn_key_func):
+        raise ValueError(f'collection {coll.name!r} is already open in this '
+                         f'store with another key function')
+
+
 def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
          max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE, checksums: bool = False,
          **engine_kwargs: Any) -> Store:
@@ -260,8 +279,8 @@ class Store(CollectionAdmin, StoreHooks):
         with self._catalog.lock:
             coll = self._collections.get(name)
             if coll is not None:
-                self._check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
-                                        counter_name)
+                _check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
+                                   counter_name)
                 return coll
         catalog = self._catalog
         key_kind = ('key_func' if key_func is not None else
@@ -305,27 +324,9 @@ class Store(CollectionAdmin, StoreHooks):
                                              encoder, packer)
                 self._collections[name] = coll
             else:
-                self._check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
-                                        counter_name)
+                _check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
+                                   counter_name)
             return coll
-
-    def _check_reopen_args(self, coll: Collection, key_func: Callable[[Any], Any] | None,
-                           txn_key_func: Callable[[Transaction, Any], Any] | None,
-                           encoder: Encoder | None, packer: Encoder | None,
-                           counter_name: str | None) -> None:
-        if encoder is not None and encoder.name != coll.encoder.name:
-            raise EncoderMismatchError(
-                f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
-                f'not {encoder.name!r}')
-        if packer is not None and packer.name != coll.packer.name:
-            raise _packer_mismatch(coll.name, coll.packer.name, packer.name)
-        if counter_name is not None and counter_name != coll.counter_name:
-            raise ValueError(f'collection {coll.name!r} uses counter '
-                             f'{coll.counter_name!r}, not {counter_name!r}')
-        if (key_func is not None and key_func is not coll.key_func) or (
-                txn_key_func is not None and txn_key_func is not coll.txn_key_func):
-            raise ValueError(f'collection {coll.name!r} is already open in this '
-                             f'store with another key function')
 
     def _open_collection(self, name: str, stored: _Stored,
                          key_func: Callable[[Any], Any] | None,

@@ -24,7 +24,7 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, checksums, metarecords, cli, cli_commands, cli_common, cli_dump, collection,
+    admin, batches, bulk, catalog, checksums, compressors, metarecords, cli, cli_commands, cli_common, cli_dump, collection,
     dumpfile, dumpformat,
     encodings, engines, errors, fastpath, impl, index, keyformat, access, fields, hooks, keylib, limits, mapping, model, modelindex, query, records, savepoint,
     store, txn, verify, writing,
@@ -39,7 +39,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            bulk, mapping,
            index, query, access, writing,
            savepoint, limits, records, fastpath, txn,
-           impl, checksums,
+           impl, checksums, compressors,
            engines, *ENGINE_MODULES, encodings, dumpformat, dumpfile, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.
