@@ -260,7 +260,8 @@ class CollectionAdmin:
         scan of the collection's indexes, so it is not a replacement for
         ``delete()``. The collection's before-write hooks are not called;
         :meth:`~centidb.store.Store.on_commit` hooks get
-        ``Change(name, key, None)``.
+        ``Change(name, key, None)`` if a value was deleted (for a batch, for
+        `key` only: the other records' keys are not read).
 
         A record inside a batch (see ``Collection.batch()``) is stored in
         one value with the other records of the batch: with `whole_batch`
@@ -310,10 +311,11 @@ class CollectionAdmin:
                     doomed.append(bytes(entry))
         for entry in doomed:
             etxn.delete(entry)
-        if physical is not None:
-            etxn.delete(physical)
+        if physical is None:
+            return False
+        etxn.delete(physical)
         txn.changes.append(Change(name, key, None))
-        return physical is not None
+        return True
 
     def _batch_holding(self, etxn: EngineTransaction, name: str, prefix: bytes, key: Key,
                        whole_batch: bool) -> tuple[bytes | None, bytes, bytes]:
