@@ -408,6 +408,9 @@ class CollectionLine:
         on a :class:`CounterLine`.
     :param batched: whether it has held a batch.
     :param indexes: its stored indexes.
+    :param checksum: whether its stored values carry a CRC-32 checksum (see
+        :mod:`centidb.checksums`); a loader creates the collection with the
+        same setting.
     """
 
     name: str
@@ -417,6 +420,7 @@ class CollectionLine:
     counter: str
     batched: bool = False
     indexes: Tuple[IndexSpec, ...] = ()
+    checksum: bool = False
 
     @classmethod
     def from_info(cls, name: str, info: Mapping[str, Any],
@@ -430,16 +434,20 @@ class CollectionLine:
         """
         return cls(name, info.get('key'), info['encoder'], info['packer'], info['counter'],
                    bool(info.get('batched')),
-                   tuple(IndexSpec(index, bool(unique)) for index, unique in indexes.items()))
+                   tuple(IndexSpec(index, bool(unique)) for index, unique in indexes.items()),
+                   'checksum' in info)
 
     def text(self) -> str:
-        """This line as JSON text, without a newline."""
-        return _line({'type': 'collection', 'name': _str_json(self.name),
-                      'key': None if self.key_kind is None else _str_json(self.key_kind),
-                      'encoder': _str_json(self.encoder), 'packer': _str_json(self.packer),
-                      'counter': _str_json(self.counter), 'batched': self.batched,
-                      'indexes': [{'name': _str_json(index.name), 'unique': index.unique}
-                                  for index in self.indexes]})
+        """This line as JSON text, without a newline (``"checksum"`` only when true)."""
+        obj = {'type': 'collection', 'name': _str_json(self.name),
+               'key': None if self.key_kind is None else _str_json(self.key_kind),
+               'encoder': _str_json(self.encoder), 'packer': _str_json(self.packer),
+               'counter': _str_json(self.counter), 'batched': self.batched,
+               'indexes': [{'name': _str_json(index.name), 'unique': index.unique}
+                           for index in self.indexes]}
+        if self.checksum:
+            obj['checksum'] = True
+        return _line(obj)
 
 
 @dataclass(frozen=True)
@@ -541,6 +549,8 @@ _MEMBERS = {
     'record': ('type', 'collection', 'key', 'value'),
     'trailer': ('type', 'lines', 'records', 'sha256'),
 }
+# Members a line may leave out, with the value that stands for them.
+_OPTIONAL = {'collection': {'checksum': False}}
 _SHA256_HEX = re.compile('[0-9a-f]{64}\\Z')
 
 
@@ -580,8 +590,9 @@ def _parse(obj: Any) -> Line:
         raise DumpFormatError(f'the line\'s "type" is {_shown(kind)}, not one of '
                               f'{", ".join(map(json.dumps, _MEMBERS))}')
     members = _MEMBERS[kind]
+    optional = _OPTIONAL.get(kind, {})
     missing = [name for name in members if name not in obj]
-    extra = [name for name in obj if name not in members]
+    extra = [name for name in obj if name not in members and name not in optional]
     if missing or extra:
         raise DumpFormatError(f'a {kind} line has the members {", ".join(members)}; this one '
                               f'lacks {missing or "none"} and has extra {extra or "none"}')
@@ -618,7 +629,8 @@ def _parse(obj: Any) -> Line:
         _typed(obj, 'encoder', str, kind), _typed(obj, 'packer', str, kind),
         _typed(obj, 'counter', str, kind), _typed(obj, 'batched', bool, kind),
         tuple(IndexSpec(_typed(index, 'name', str, 'collection'),
-                        _typed(index, 'unique', bool, 'collection')) for index in indexes))
+                        _typed(index, 'unique', bool, 'collection')) for index in indexes),
+        'checksum' in obj and _typed(obj, 'checksum', bool, kind))
 
 
 def _trailer(obj: Mapping[str, Any]) -> TrailerLine:

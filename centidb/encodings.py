@@ -57,17 +57,12 @@ import json
 import pickle
 import threading
 import uuid
-import zlib
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import Any, Callable, Protocol
 
 import msgpack
 
-from centidb import impl
+from centidb import compressors, impl
 from centidb.errors import ValueTooDeepError
-
-if TYPE_CHECKING:
-    from zstandard import ZstdCompressor, ZstdDecompressor
 
 __all__ = ['Encoder', 'Packer', 'make_msgpack_encoder', 'make_json_encoder',
            'PICKLE_ENCODER', 'PLAIN_PACKER', 'ZLIB_PACKER', 'LZ4_PACKER',
@@ -616,105 +611,9 @@ PLAIN_PACKER = Encoder('plain', _identity, _identity)
 #: batch) to, unless the store was opened with another ``max_unpacked_size``.
 #: A stored value claiming more raises ``ValueError`` before more than this
 #: is unpacked (reading a record, :class:`~centidb.errors.CorruptRecordError`),
-#: so a small crafted value cannot take a reader's memory.
+#: so a small crafted value cannot take a reader's memory; packing more
+#: raises :class:`~centidb.errors.ValueTooLargeError`, so none is written.
 MAX_UNPACKED_SIZE = 64 * 1024 * 1024
-
-
-def _too_big(name: str, limit: int) -> ValueError:
-    return ValueError(f'the {name} data unpacks to more than {limit} bytes, the '
-                      f'max_unpacked_size limit (a store you trust can be opened with '
-                      f'a larger max_unpacked_size)')
-
-
-_CHUNK = 1024 * 1024
-
-
-def _zlib_decompress(limit: int) -> Callable[[bytes], bytes]:
-    """``zlib.decompress`` that stops after `limit` bytes of output.
-
-    Output comes in pieces of at most 1 MiB, so refusing a bomb holds
-    about `limit` bytes, not the doubling buffer one call would grow.
-    """
-    def decompress(data: bytes) -> bytes:
-        unpacker = zlib.decompressobj()
-        pieces = []
-        total = 0
-        pending = data
-        while not unpacker.eof:
-            piece = unpacker.decompress(pending, min(limit + 1 - total, _CHUNK))
-            total += len(piece)
-            if total > limit:
-                raise _too_big('zlib', limit)
-            pieces.append(piece)
-            pending = unpacker.unconsumed_tail
-            if not (piece or pending or unpacker.eof):
-                raise ValueError('incomplete or truncated zlib stream')
-        return pieces[0] if len(pieces) == 1 else b''.join(pieces)
-    return decompress
-
-
-def _lz4_decompress(decompress: Callable[[bytes], bytes],
-                    limit: int) -> Callable[[bytes], bytes]:
-    """``lz4.block.decompress``, refusing a size header above `limit` before it allocates."""
-    def bounded(data: bytes) -> bytes:
-        if len(data) >= 4 and int.from_bytes(bytes(data[:4]), 'little') > limit:
-            raise _too_big('lz4', limit)
-        return decompress(data)
-    return bounded
-
-
-def _zstd_functions(zstandard: ModuleType, limit: int) -> tuple[Callable[[bytes], bytes],
-                                                                Callable[[bytes], bytes]]:
-    """zstd compress/decompress reusing one context per thread.
-
-    Contexts are not thread-safe, and making one per call costs more than
-    compressing a small record. Decompressing refuses a frame whose header
-    gives a size above `limit`, and one without a size that unpacks to more.
-    """
-    local = threading.local()
-
-    def compress(data: bytes) -> bytes:
-        context: ZstdCompressor
-        try:
-            context = local.compressor
-        except AttributeError:
-            context = local.compressor = zstandard.ZstdCompressor(level=3)
-        return context.compress(data)
-
-    def decompress(data: bytes) -> bytes:
-        context: ZstdDecompressor
-        try:
-            context = local.decompressor
-        except AttributeError:
-            context = local.decompressor = zstandard.ZstdDecompressor()
-        size = zstandard.frame_content_size(data)
-        if size > limit:
-            raise _too_big('zstd', limit)
-        if size >= 0:
-            return context.decompress(data)
-        try:
-            return context.decompress(data, max_output_size=limit)
-        except zstandard.ZstdError as exc:
-            raise ValueError(f'the zstd data is corrupt or unpacks to more than {limit} '
-                             f'bytes, the max_unpacked_size limit ({exc})') from None
-
-    return compress, decompress
-
-
-def _snappy_decompress(decompress: Callable[[bytes], bytes],
-                       limit: int) -> Callable[[bytes], bytes]:
-    """``snappy.decompress``, refusing a length header above `limit` before it allocates."""
-    def bounded(data: bytes) -> bytes:
-        size = shift = 0
-        for byte in bytes(data[:5]):        # the uncompressed length, a varint
-            size |= (byte & 0x7F) << shift
-            shift += 7
-            if byte < 0x80:
-                break
-        if size > limit:
-            raise _too_big('snappy', limit)
-        return decompress(data)
-    return bounded
 
 
 def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
@@ -722,8 +621,10 @@ def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
 
     :data:`ZLIB_PACKER` and the others are made by this function with
     :data:`MAX_UNPACKED_SIZE`; a store opened with another
-    ``max_unpacked_size`` reads with packers made by it. Unpacking more than
-    the limit raises ``ValueError`` without unpacking it all.
+    ``max_unpacked_size`` reads and writes with packers made by it.
+    Unpacking more than the limit raises ``ValueError`` without unpacking it
+    all; packing more raises :class:`~centidb.errors.ValueTooLargeError`
+    (a ``ValueError``), as such a value could never be read back.
 
     :param max_unpacked_size: the most bytes one stored value unpacks to.
     :returns: a ``list`` of :class:`Encoder`: zlib, then lz4, zstd and
@@ -736,29 +637,8 @@ def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
         raise TypeError(f'max_unpacked_size must be an int, not {type(limit).__name__!r}')
     if limit < 1:
         raise ValueError(f'max_unpacked_size must be at least 1, not {limit}')
-    packers = [Encoder('zlib', zlib.compress, _zlib_decompress(limit))]
-    try:
-        import lz4.block as lz4_block
-    except ImportError:
-        pass
-    else:
-        packers.append(Encoder('lz4', lz4_block.compress,
-                               _lz4_decompress(lz4_block.decompress, limit)))
-    try:
-        import zstandard
-    except ImportError:
-        pass
-    else:
-        packers.append(Encoder('zstd', *_zstd_functions(zstandard, limit)))
-    try:
-        import snappy as snappy_module
-        snappy_module.compress
-    except (ImportError, AttributeError):
-        pass
-    else:
-        packers.append(Encoder('snappy', snappy_module.compress,
-                               _snappy_decompress(snappy_module.decompress, limit)))
-    return packers
+    return [Encoder(name, compress, decompress)
+            for name, compress, decompress in compressors.bounded_functions(limit)]
 
 
 def builtin_encoders(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:

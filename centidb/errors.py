@@ -287,6 +287,16 @@ class ValueTooDeepError(CentiError, ValueError):
     """
 
 
+class ValueTooLargeError(CentiError, ValueError):
+    """A value to store encodes to more bytes than its packer may unpack.
+
+    The limit is the store's ``max_unpacked_size`` (see
+    :class:`centidb.store.Store`), which reading checks too: a larger value
+    could be stored but never read back. The message names the size and the
+    limit. Nothing was written.
+    """
+
+
 # --- engine faults: damaged files, failed reads and writes ---------------------
 #
 # An engine maps every error its library raises for a damaged file or a

@@ -512,15 +512,17 @@ class Indexed:
         """Delete the index `name` and all its entries from the store.
 
         Like ``add_index``, this runs in this thread's open write
-        transaction (undone if that aborts) or in one of its own. The index
-        need not have been added in this session.
+        transaction (undone if that aborts) or in one of its own, run again
+        if it conflicts with another client's. The index need not have been
+        added in this session.
 
         :param name: the index's name.
         :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if the
             collection has no stored index `name`.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
-        self._index_set.drop(name)
+        index_set = self._index_set
+        index_set.txns.retry_conflicts(index_set.drop, name)
 
     def reindex(self, name: str, *, progress: Callable[[int], object] | None = None) -> None:
         """Rebuild the index `name`: make its entries again from the records.

@@ -52,6 +52,9 @@ __all__ = ['open', 'Store', 'Transaction']
 _Self = TypeVar('_Self', bound='Store')
 _R = TypeVar('_R')
 
+# The names the store keeps its own built-in encoders and packers under.
+_BUILTIN_NAMES = frozenset(encoder.name for encoder in encodings.BUILTIN_ENCODERS)
+
 # A collection's stored metadata and its index ids (name -> prefix id).
 _Stored = Tuple[CollectionInfo, Dict[str, int]]
 
@@ -63,8 +66,28 @@ def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> Encod
         f'records differently')
 
 
+def _check_reopen_args(coll: Collection, key_func: Callable[[Any], Any] | None,
+                       txn_key_func: Callable[[Transaction, Any], Any] | None,
+                       encoder: Encoder | None, packer: Encoder | None,
+                       counter_name: str | None) -> None:
+    if encoder is not None and encoder.name != coll.encoder.name:
+        raise EncoderMismatchError(
+            f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
+            f'not {encoder.name!r}')
+    if packer is not None and packer.name != coll.packer.name:
+        raise _packer_mismatch(coll.name, coll.packer.name, packer.name)
+    if counter_name is not None and counter_name != coll.counter_name:
+        raise ValueError(f'collection {coll.name!r} uses counter '
+                         f'{coll.counter_name!r}, not {counter_name!r}')
+    if (key_func is not None and key_func is not coll.key_func) or (
+            txn_key_func is not None and txn_key_func is not coll.txn_key_func):
+        raise ValueError(f'collection {coll.name!r} is already open in this '
+                         f'store with another key function')
+
+
 def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
-         max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE, **engine_kwargs: Any) -> Store:
+         max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE, checksums: bool = False,
+         **engine_kwargs: Any) -> Store:
     """Open (or create) a store on a new engine and return the :class:`Store`.
 
     For example ``open('lmdb', path='x.lmdb')`` or ``open('leveldb',
@@ -80,6 +103,8 @@ def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
         ``'PlyvelEngine'``, ``'LmdbEngine'``) or
         :data:`~centidb.engines.OPTIONAL_ENGINES` (``'EtcdEngine'``).
     :param max_unpacked_size: as for :class:`Store`.
+    :param checksums: as for :class:`Store`: ``open(..., checksums=True)`` is
+        the recommended setup.
     :param engine_kwargs: keyword arguments for the engine's constructor.
     :returns: the :class:`Store`.
     :raises ValueError: for an unknown engine name.
@@ -93,7 +118,7 @@ def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
     engine_class = get_engine_class(engine)
     instance = engine_class(**engine_kwargs)
     try:
-        return Store(instance, max_unpacked_size=max_unpacked_size)
+        return Store(instance, max_unpacked_size=max_unpacked_size, checksums=checksums)
     except BaseException:
         instance.close()
         raise
@@ -111,8 +136,12 @@ class Store(CollectionAdmin, StoreHooks):
     :param max_unpacked_size: the most bytes a built-in packer (zlib, lz4,
         zstd, snappy) unpacks one stored record or batch to; reading one
         that claims more raises :class:`~centidb.errors.CorruptRecordError`
-        without unpacking it (default
+        without unpacking it, and writing one that encodes to more raises
+        :class:`~centidb.errors.ValueTooLargeError`, writing nothing (default
         :data:`~centidb.encodings.MAX_UNPACKED_SIZE`, 64 MiB).
+    :param checksums: the first value of :attr:`checksums`: whether new
+        collections keep a CRC-32 checksum with each stored value (default
+        off; on is the recommended setup).
     :raises TypeError: if `engine` is not an ``Engine``, or
         `max_unpacked_size` not an ``int``.
     :raises ValueError: if `max_unpacked_size` is below 1.
@@ -121,7 +150,8 @@ class Store(CollectionAdmin, StoreHooks):
     """
 
     def __init__(self, engine: Engine, *,
-                 max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE) -> None:
+                 max_unpacked_size: int = encodings.MAX_UNPACKED_SIZE,
+                 checksums: bool = False) -> None:
         if not isinstance(engine, Engine):
             raise TypeError(f'Store needs an Engine instance, not {type(engine).__name__!r}')
         encodings.make_packers(max_unpacked_size)       # checks it before anything opens
@@ -135,9 +165,10 @@ class Store(CollectionAdmin, StoreHooks):
         self.default_encoder: Encoder = self._catalog.encoder(
             'msgpack')  # type: ignore[assignment]  # built in, so always registered
         #: Whether a new collection keeps checksums when ``collection()``
-        #: is not told (see its `checksum`). Off by default: checking costs
+        #: is not told (see its `checksum`); set by the `checksums` argument,
+        #: and may be changed at any time. Off by default: checking costs
         #: each read and write a CRC-32 of the value (see ``docs/perf.rst``).
-        self.checksums = False
+        self.checksums = bool(checksums)
 
     def __repr__(self) -> str:
         return f"<Store on {self.engine!r}{' closed' if self._txns.closed else ''}>"
@@ -248,8 +279,8 @@ class Store(CollectionAdmin, StoreHooks):
         with self._catalog.lock:
             coll = self._collections.get(name)
             if coll is not None:
-                self._check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
-                                        counter_name)
+                _check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
+                                   counter_name)
                 return coll
         catalog = self._catalog
         key_kind = ('key_func' if key_func is not None else
@@ -293,27 +324,9 @@ class Store(CollectionAdmin, StoreHooks):
                                              encoder, packer)
                 self._collections[name] = coll
             else:
-                self._check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
-                                        counter_name)
+                _check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
+                                   counter_name)
             return coll
-
-    def _check_reopen_args(self, coll: Collection, key_func: Callable[[Any], Any] | None,
-                           txn_key_func: Callable[[Transaction, Any], Any] | None,
-                           encoder: Encoder | None, packer: Encoder | None,
-                           counter_name: str | None) -> None:
-        if encoder is not None and encoder.name != coll.encoder.name:
-            raise EncoderMismatchError(
-                f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
-                f'not {encoder.name!r}')
-        if packer is not None and packer.name != coll.packer.name:
-            raise _packer_mismatch(coll.name, coll.packer.name, packer.name)
-        if counter_name is not None and counter_name != coll.counter_name:
-            raise ValueError(f'collection {coll.name!r} uses counter '
-                             f'{coll.counter_name!r}, not {counter_name!r}')
-        if (key_func is not None and key_func is not coll.key_func) or (
-                txn_key_func is not None and txn_key_func is not coll.txn_key_func):
-            raise ValueError(f'collection {coll.name!r} is already open in this '
-                             f'store with another key function')
 
     def _open_collection(self, name: str, stored: _Stored,
                          key_func: Callable[[Any], Any] | None,
@@ -341,6 +354,9 @@ class Store(CollectionAdmin, StoreHooks):
             raise _packer_mismatch(name, info['packer'], packer.name)
         self._catalog.encoder_id(encoder)
         self._catalog.encoder_id(packer)
+        if packer.name in _BUILTIN_NAMES:
+            # This store's own, which packs and unpacks within its max_unpacked_size.
+            packer = self._catalog.encoder(packer.name) or packer
         return Collection(self, self._txns, self._catalog, name, info, key_func,
                           txn_key_func, encoder, packer, index_ids)
 

@@ -154,6 +154,26 @@ def test_a_collection_without_checksums_keeps_the_old_format():
         store.collection('on', checksum=False)
 
 
+def test_checksums_are_an_option_of_open_and_store(tmp_path):
+    """``open(..., checksums=True)`` (the recommended setup) and ``Store(engine, checksums=)``."""
+    with centidb.open('lmdb', path=str(tmp_path / 'on'), checksums=True) as store:
+        assert store.checksums is True
+        on = store.collection('on')
+        on.put('Example 42', key=1)
+        assert on.checksum is True
+        assert json.loads(store.engine.get(meta_key('on')))['checksum'] == 'crc32'
+        assert checksums.intact(store.engine.get(keylib.packs(1, on.prefix)))
+        assert store.collection('off', checksum=False).checksum is False
+        store.checksums = False         # the attribute still decides afterwards
+        assert store.collection('later').checksum is False
+    with centidb.Store(centidb.engines.MemoryEngine(), checksums=True) as store:
+        assert store.collection('c').checksum is True
+    with centidb.open('memory') as store:
+        assert store.checksums is False and store.collection('c').checksum is False
+    with pytest.raises(TypeError):
+        centidb.open('memory', True)    # keyword-only
+
+
 def test_a_store_from_before_checksums_and_packer_lists_keeps_working(tmp_path):
     """Metadata without 'checksum' and 'packers', values without trailers."""
     path = str(tmp_path / 'old')

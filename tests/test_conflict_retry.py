@@ -112,3 +112,36 @@ def test_in_an_open_write_transaction_the_conflict_is_the_callers():
         engine.conflicts = 1
         store.transact(create)
         assert len(runs) == 2 and list(store.collection('c').values()) == [{'a': 1}]
+
+
+def test_drop_index_rename_and_drop_collection_retry_conflicts():
+    engine = ConflictingEngine(MemoryEngine())
+    with centidb.Store(engine) as store:
+        coll = store.collection('c', key_func=lambda r: r['id'])
+        coll.add_index('tag', lambda r: r['tag'])
+        coll.put({'id': 1, 'tag': 'x'})
+        engine.conflicts = 3
+        coll.drop_index('tag')
+        assert engine.refused == 3 and 'tag' not in coll.indices
+        engine.conflicts = 3
+        store.rename_collection('c', 'd')
+        assert engine.refused == 6 and store.collections() == ['d']
+        assert list(store.collection('d').values()) == [{'id': 1, 'tag': 'x'}]
+        engine.conflicts = 3
+        store.drop_collection('d')
+        assert engine.refused == 9 and store.collections() == []
+        assert store.verify() == []
+        assert centidb.Store(engine.inner).collections() == []     # what was stored
+
+
+def test_a_given_transaction_is_not_retried():
+    engine = ConflictingEngine(MemoryEngine())
+    with centidb.Store(engine) as store:
+        store.collection('c').put(1)
+        engine.conflicts = 1
+        txn = store.begin(write=True)
+        store.rename_collection('c', 'd', txn=txn)
+        with pytest.raises(ConflictError):
+            txn.commit()
+        assert engine.refused == 1 and store.collections() == ['c']
+        assert list(store.collection('c').values()) == [1]

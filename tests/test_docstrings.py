@@ -24,7 +24,7 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, checksums, metarecords, cli, collection,
+    admin, batches, bulk, catalog, checksums, compressors, metarecords, cli, collection,
     dumpfile, dumpformat,
     encodings, engines, errors, fastpath, impl, index, keyformat, access, hooks, keylib, limits, mapping, models, query, records, savepoint,
     store, txn, verify, writing,
@@ -46,7 +46,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            bulk, mapping,
            index, query, access, writing,
            savepoint, limits, records, fastpath, txn,
-           impl, checksums,
+           impl, checksums, compressors,
            engines, *ENGINE_MODULES, encodings, dumpformat, dumpfile, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.

@@ -318,6 +318,7 @@ def test_line_texts():
 @pytest.mark.parametrize('line', [
     HeaderLine(), COLLECTION, CollectionLine('old', None, 'msgpack', 'plain', 'old:key'),
     CollectionLine('\ud800', 'auto', 'e\udc00', 'p', 'c'),
+    CollectionLine('sums', 'auto', 'msgpack', 'plain', 'sums:key', checksum=True),
     CounterLine('people:key', 7), CounterLine('big', -2 ** 70),
     RecordLine('c', (), None), RecordLine('c', (Desc(1.5), None, b'k'), {'a': [1, {2: 3}]}),
     TrailerLine(1, (), '0' * 64), TrailerLine(9, (('a', 0), ('\udc00', 2 ** 60)), 'f' * 64),
@@ -355,6 +356,30 @@ def test_collection_line_from_a_store():
     assert line == CollectionLine('people', 'key_func', 'msgpack', 'plain', 'people:key',
                                   False, (IndexSpec('city'),))
     assert parse_line(line.text()) == line
+
+
+def test_a_collection_line_carries_the_checksum_setting():
+    """Written as ``"checksum":true`` only when on; a line without it has checksums off."""
+    import centidb
+    store = centidb.open('MemoryEngine')
+    store.collection('plain')
+    store.collection('sums', checksum=True)
+    catalog = store._catalog                # the command line reads it so
+    with store.begin() as txn:
+        lines = {name: CollectionLine.from_info(
+            name, catalog.collection_info(txn.engine_txn, name), {}) for name in ('plain', 'sums')}
+    assert lines['sums'] == CollectionLine('sums', 'auto', 'msgpack', 'plain', 'sums:key',
+                                           checksum=True)
+    assert lines['sums'].text().endswith(',"indexes":[],"checksum":true}')
+    assert lines['plain'].checksum is False and '"checksum"' not in lines['plain'].text()
+    text = lines['plain'].text()
+    assert parse_line(text[:-1] + ',"checksum":false}') == lines['plain']
+    assert parse_line(text[:-1] + ',"checksum":true}') == CollectionLine(
+        'plain', 'auto', 'msgpack', 'plain', 'plain:key', checksum=True)
+    with pytest.raises(DumpFormatError, match='"checksum".* not a bool'):
+        parse_line(text[:-1] + ',"checksum":1}')
+    with pytest.raises(DumpFormatError, match='twice'):
+        parse_line(text[:-1] + ',"checksum":true,"checksum":true}')
 
 
 RECORD = '{"type":"record","collection":"c","key":[1],"value":2}'

@@ -28,6 +28,7 @@ from centidb.errors import (
     EngineError,
     LimitExceededError,
     OptionalDependencyError,
+    UnknownIndexError,
 )
 
 from etcd_cluster import EtcdCluster, open_engine, random_prefix, require_etcd
@@ -451,6 +452,43 @@ def test_clients_creating_a_store_at_once_all_succeed(etcd_cluster):
             coll = store.collection('people')
             assert coll.add_index('age', lambda r: r['age'], unique=True).index_id == results[0][2]
             assert store.verify() == []
+
+
+@pytest.mark.parametrize('step', ['delete_index', 'rename_collection', 'drop_collection'])
+def test_drop_index_rename_and_drop_retry_a_real_conflict(etcd_cluster, monkeypatch, step):
+    """Another client changes the metadata while the step's transaction is open: it runs again."""
+    prefix = random_prefix()
+    with centidb.Store(open_engine(etcd_cluster, prefix=prefix)) as mine, \
+            centidb.Store(open_engine(etcd_cluster, prefix=prefix)) as theirs:
+        coll = mine.collection('people', key_func=lambda r: r['id'])
+        coll.add_index('age', lambda r: r['age'])
+        coll.put({'id': 1, 'age': 30})
+        catalog = mine._catalog
+        original = getattr(catalog, step)
+        calls = []
+
+        def interfered(*args):
+            calls.append(args)
+            if len(calls) == 1:
+                theirs.collection(f'other{len(calls)}')     # a metadata change: conflicts
+            return original(*args)
+        monkeypatch.setattr(catalog, step, interfered)
+        if step == 'delete_index':
+            coll.drop_index('age')
+        elif step == 'rename_collection':
+            mine.rename_collection('people', 'staff')
+        else:
+            mine.drop_collection('people')
+        assert len(calls) == 2                  # the first try conflicted
+        monkeypatch.undo()
+        left = {'delete_index': ['other1', 'people'], 'rename_collection': ['other1', 'staff'],
+                'drop_collection': ['other1']}[step]
+        assert mine.collections() == theirs.collections() == left
+        if step == 'delete_index':
+            assert theirs.collection('people').get(1) == {'id': 1, 'age': 30}
+            with pytest.raises(UnknownIndexError):        # no stored index 'age'
+                theirs.collection('people').drop_index('age')
+        assert mine.verify() == [] and theirs.verify() == []
 
 
 # --- prefixes and failover --------------------------------------------------------------

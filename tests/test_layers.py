@@ -23,7 +23,7 @@ LAYERS = [
     ['errors', 'keyformat', 'checksums'],
     ['_speedups'],
     ['impl'],
-    ['keylib'],
+    ['keylib', 'compressors'],
     ['encodings', 'dumpformat'],
     ['dumpfile'],
     ['engines.fastcalls'],
