@@ -350,3 +350,17 @@ def test_a_record_not_under_its_key_func_names_the_line(tmp_path, dump, capsys):
     assert err.startswith("centidb load: error: line 10: collection 'people': the record "
                           "is stored under ('edited',), but its key function gives ('p4',)")
     assert listing(tmp_path) == before
+
+
+def test_a_load_keeps_each_collections_checksum_setting(tmp_path, capsys):
+    source = tmp_path / 'source'
+    with open_store(source, 'lmdb', create=True) as store:
+        store.collection('sums', checksum=True).put('kept')
+        store.collection('plain', checksum=False).put('bare')
+    assert run(capsys, 'dump', source, '-o', tmp_path / 'd')[0] == 0
+    assert run(capsys, 'load', tmp_path / 'new', tmp_path / 'd')[:1] == (0,)
+    with open_store(tmp_path / 'new', 'lmdb') as store:
+        loaded = {name: store.collection(name).checksum for name in store.collections()}
+        assert loaded == {'plain': False, 'sums': True}
+        assert store.verify() == []
+        assert list(store.collection('sums').values()) == ['kept']

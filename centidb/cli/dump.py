@@ -153,7 +153,8 @@ def _prepare(store: Store, line: CollectionLine, allow_pickle: bool) -> Collecti
         store.collection(line.name, key_func=func if kind == 'key_func' else None,
                          txn_key_func=func if kind == 'txn_key_func' else None,
                          encoder=_encoder(line.encoder, 'encoder'),
-                         packer=_encoder(line.packer, 'packer'), counter_name=line.counter)
+                         packer=_encoder(line.packer, 'packer'), counter_name=line.counter,
+                         checksum=True if line.checksum else None)
     coll = collection_of(store, line.name)
     for label, have, want in (('encoder', coll.encoder.name, line.encoder),
                               ('packer', coll.packer.name, line.packer),
