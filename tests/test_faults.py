@@ -123,29 +123,99 @@ def lmdb_with_2000_records(path):
     return path
 
 
-def test_truncated_lmdb_file_is_refused_before_it_is_mapped(tmp_path):
-    """A data.mdb cut at a page boundary killed the reader with SIGBUS."""
-    path = lmdb_with_2000_records(tmp_path / 'db')
+#: A child that opens each LMDB database of argv, reads every item, then
+#: commits a 50 KB value (LMDB reads its free-page tree to place it) and
+#: reads it back; it prints the number of items and a digest of them, or
+#: the error, a line each.
+LMDB_READ_WRITE = '''
+import hashlib, sys
+from centidb.engines.lmdb import LmdbEngine
+for path in sys.argv[1:]:
+    try:
+        engine = LmdbEngine(path)
+        items = list(engine.items())
+        engine.put(b'~written', bytes(50000))
+        assert engine.get(b'~written') == bytes(50000)
+        engine.close()
+        print(len(items), hashlib.sha256(repr(items).encode()).hexdigest()[:16])
+    except Exception as exc:
+        print(type(exc).__module__, type(exc).__name__, exc)
+    sys.stdout.flush()
+'''
+
+
+def lmdb_with_unwritten_tail(path):
+    """An LMDB database at `path` whose data file ends 98 pages before its last page.
+
+    The last commit reuses free pages, then puts 400 KB at the end of the
+    file and deletes it again: LMDB lists those pages as free and never
+    writes them. Returns `path`.
+    """
+    pytest.importorskip('lmdb')
+    from centidb.engines.lmdb import LmdbEngine
+    engine = LmdbEngine(str(path))
+    engine.put(b'a', bytes(100))
+    engine.put(b'big', bytes(20000))
+    engine.put(b'big', bytes(10))           # frees 5 pages, reusable two commits on
+    engine.put(b'b', bytes(10))
+    with engine.begin(write=True) as txn:
+        txn.put(b'x', bytes(10))
+        txn.put(b'gone', bytes(400000))
+        txn.delete(b'gone')
+    engine.close()
+    return path
+
+
+def read_every_cut(tmp_path, path):
+    """Cut `path`'s data.mdb at every page boundary and read each copy in a child.
+
+    Returns (copies, lines): the copies, shortest first (the last one
+    whole), and the child's line for each; fails if the child crashed.
+    """
     whole = (path / 'data.mdb').read_bytes()
-    pages = len(whole) // 4096
-    assert pages > 100
-    # (A file may end up to 64 pages before the last page its meta page
-    # names: LMDB leaves pages it allocated and freed in a commit unwritten.)
-    cuts = [pages * 4096, (pages - 70) * 4096, pages // 4 * 4096, 8192, 4096, 100, 0]
     copies = []
-    for cut in cuts:
+    for cut in range(0, len(whole) + 1, 4096):
         copy = tmp_path / f'cut{cut}'
         copy.mkdir()
         (copy / 'data.mdb').write_bytes(whole[:cut])
         copies.append(copy)
-    child = run_child(LMDB_READ, *copies)
-    assert child.returncode == 0, (child.returncode, child.stdout, child.stderr)
+    child = run_child(LMDB_READ_WRITE, *copies)
     lines = child.stdout.splitlines()
-    assert lines[0] == '2000'
-    assert len(lines) == len(cuts)
-    for copy, line in zip(copies[1:], lines[1:]):
-        assert line.startswith('centidb.errors DatabaseCorruptError'), line
-        assert str(copy / 'data.mdb') in line and 'truncated' in line
+    assert child.returncode == 0, (
+        f'the child died ({child.returncode}) reading {copies[len(lines)]}', child.stderr)
+    assert len(lines) == len(copies)
+    return copies, lines
+
+
+def assert_refused(copy, line):
+    """`line` is the DatabaseCorruptError for the truncated data file of `copy`."""
+    assert line.startswith('centidb.errors DatabaseCorruptError'), (copy, line)
+    assert str(copy / 'data.mdb') in line and 'truncated' in line, line
+
+
+def test_lmdb_file_cut_at_any_page_is_refused_before_it_is_mapped(tmp_path):
+    """A data.mdb cut at a page boundary killed the reader with SIGBUS (within its last 64 pages, still)."""
+    path = lmdb_with_2000_records(tmp_path / 'db')
+    copies, lines = read_every_cut(tmp_path, path)
+    assert len(copies) > 100
+    assert lines[-1].startswith('2000 ')
+    for copy, line in zip(copies[:-1], lines):      # one commit: every page is in use
+        assert_refused(copy, line)
+
+
+def test_lmdb_file_with_unwritten_tail_opens_and_its_cuts_are_refused_or_read(tmp_path):
+    """A healthy data.mdb ending more than 64 pages before its last page was refused as truncated."""
+    path = lmdb_with_unwritten_tail(tmp_path / 'db')
+    whole = (path / 'data.mdb').read_bytes()
+    last_page = max((int.from_bytes(whole[at + 8:at + 16], 'little'),    # transaction id
+                     int.from_bytes(whole[at:at + 8], 'little'))        # last page used
+                    for at in (136, 4096 + 136))[1]
+    assert last_page + 1 - len(whole) // 4096 > 64
+    copies, lines = read_every_cut(tmp_path, path)
+    assert lines[-1].startswith('4 ')
+    for copy, line in zip(copies, lines):
+        if line != lines[-1]:
+            assert_refused(copy, line)
 
 
 def test_corrupt_lmdb_page_raises_a_centidb_error(tmp_path):
