@@ -161,17 +161,24 @@ class _Trees:
                 return number
             seen.add(number)
             page = self.read(number)
+            if len(page) < self.page_size:
+                return number   # the file shrank while it was read
             flags, lower, upper = _PAGE.unpack_from(page)
             if not flags & (_BRANCH | _LEAF) or flags & _LEAF2:
                 continue   # no page numbers in it (or not a tree page: LMDB says so)
             count = (min(lower, self.page_size) - _HEADER) // 2
-            for offset in struct.unpack_from(f'<{max(count, 0)}H', page, _HEADER):
-                if offset + _NODE.size > self.page_size:
-                    raise self.damaged(number)
+            offsets = struct.unpack_from(f'<{max(count, 0)}H', page, _HEADER)
+            if offsets and max(offsets) > self.page_size - _NODE.size:
+                raise self.damaged(number)
+            if flags & _BRANCH:
+                for offset in offsets:
+                    low, high, top, _ = _NODE.unpack_from(page, offset)
+                    todo.append(low | high << 16 | top << 32)
+                continue
+            if on_data is None:     # only the nodes that name pages (their flags' low byte)
+                offsets = tuple(at for at in offsets if page[at + 4] & (_BIGDATA | _SUBDATA))
+            for offset in offsets:
                 low, high, node_flags, key_size = _NODE.unpack_from(page, offset)
-                if flags & _BRANCH:
-                    todo.append(low | high << 16 | node_flags << 32)
-                    continue
                 at = offset + _NODE.size + key_size
                 data_size = low | high << 16
                 if node_flags & (_BIGDATA | _SUBDATA):
