@@ -218,6 +218,40 @@ def test_lmdb_file_with_unwritten_tail_opens_and_its_cuts_are_refused_or_read(tm
             assert_refused(copy, line)
 
 
+#: A child that commits two transactions to the LMDB database at argv[1].
+LMDB_COMMIT_TWICE = '''
+import sys
+from centidb.engines.lmdb import LmdbEngine
+engine = LmdbEngine(sys.argv[1])
+engine.put(b'c1', b'v')
+engine.put(b'c2', b'v')
+engine.close()
+'''
+
+
+def test_lmdb_file_another_process_commits_to_is_not_refused(tmp_path, monkeypatch):
+    """Meta pages read either side of another process's commits were refused as damaged."""
+    pytest.importorskip('lmdb')
+    from centidb.engines import lmdbmeta
+    from centidb.engines.lmdb import LmdbEngine
+    path = tmp_path / 'db'
+    engine = LmdbEngine(str(path))
+    for i in range(5):                      # meta pages: ids 4 (page 0) and 5 (page 1)
+        engine.put(b'k%d' % i, b'v')
+    engine.close()
+    commits = []
+    real_pread = os.pread
+
+    def pread(fd, size, offset):
+        if offset == 4096 and not commits:  # after meta page 0, before meta page 1
+            commits.append(run_child(LMDB_COMMIT_TWICE, path))
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(os, 'pread', pread)
+    lmdbmeta.check_data_file(str(path / 'data.mdb'))    # read 4 and 7, then 6 and 7
+    assert len(commits) == 1 and commits[0].returncode == 0, commits
+
+
 def test_corrupt_lmdb_page_raises_a_centidb_error(tmp_path):
     """Flipped page bytes raised lmdb.CorruptedError or PageNotFoundError."""
     path = lmdb_with_2000_records(tmp_path / 'db')

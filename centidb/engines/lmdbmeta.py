@@ -18,7 +18,7 @@ from typing import Callable
 
 from centidb.errors import DatabaseCorruptError
 
-__all__ = ['check_data_file']
+__all__ = ['TRIES', 'check_data_file']
 
 # The data file's meta pages (two, at the start), as LMDB lays them out on a
 # 64-bit little-endian machine: a page header of 16 bytes, then the meta
@@ -56,8 +56,12 @@ def check_data_file(data_file: str) -> None:
     page used. A file that holds that page is complete. A shorter one is
     normal if every page past its end is free (LMDB lists it in the free
     tree, and writes a page before it uses it again), and damaged if a
-    tree reaches past its end. Files whose meta pages are not LMDB's on
-    this machine are left to LMDB to judge.
+    tree reaches past its end. The meta pages' transaction ids must be a
+    pair that commits write. Another process may commit while the file is
+    read: a problem counts only if the meta pages are unchanged afterwards
+    (else the check starts again, at most :data:`TRIES` times in all).
+    Files whose meta pages are not LMDB's on this machine are left to LMDB
+    to judge.
 
     :param data_file: the path of the data file (``data.mdb``).
     :raises ~centidb.errors.DatabaseCorruptError: if the file is too short
@@ -66,42 +70,62 @@ def check_data_file(data_file: str) -> None:
     """
     try:
         with open(data_file, 'rb') as f:
-            size = os.fstat(f.fileno()).st_size
-            first = f.read(_META.size)
-            page_size = _META.unpack(first)[2] if len(first) == _META.size else 0
-            if page_size < _META.size or page_size & (page_size - 1):
-                page_size = 0
-            if page_size:
-                f.seek(page_size)
-            second = f.read(_META.size)
-            if len(first) < _META.size:
-                raise DatabaseCorruptError(
-                    f'LMDB data file {data_file!r} is truncated: {size} bytes, too '
-                    f'short to hold its meta pages (LMDB writes them when it creates '
-                    f'the file); restore it from a backup or a dump, or delete the '
-                    f'file if the database was never written')
-            magic, _, _, free_root, main_root, last_page, txnid = _META.unpack(first)
-            if magic != _META_MAGIC or not page_size:
-                return   # not LMDB's layout here: LMDB's own checks report it
-            metas = [(txnid, free_root, main_root, last_page)]
-            if len(second) == _META.size:
-                magic2, _, _, free2, main2, last2, txnid2 = _META.unpack(second)
-                if magic2 == _META_MAGIC:
-                    metas.append((txnid2, free2, main2, last2))
-                    _check_txnids(data_file, txnid, txnid2)
-            _, free_root, main_root, last_page = max(metas)
-            pages = size // page_size
-            if pages > last_page:
-                return
-            trees = _Trees(data_file, f.fileno(), page_size, pages, last_page)
-            missing = pages if pages < 2 else trees.missing(free_root, main_root)
+            for _ in range(TRIES):
+                metas = _meta_bytes(f.fileno())
+                problem = _problem(data_file, f.fileno(), *metas)
+                if problem is None:
+                    return
+                if _meta_bytes(f.fileno()) == metas:
+                    raise DatabaseCorruptError(problem)
     except DatabaseCorruptError:
         raise    # (an OSError too)
     except OSError:
         return   # unreadable: lmdb.open reports why
-    if missing is not None:
-        raise DatabaseCorruptError(
-            f'LMDB data file {data_file!r} is truncated: {size} bytes ({pages} '
+
+
+def _meta_bytes(fd: int) -> tuple[bytes, bytes, int]:
+    """The two meta pages' fields (bytes, as read) and the page size (0 if not LMDB's)."""
+    first = os.pread(fd, _META.size, 0)
+    page_size = _META.unpack(first)[2] if len(first) == _META.size else 0
+    if page_size < _META.size or page_size & (page_size - 1):
+        return first, b'', 0
+    return first, os.pread(fd, _META.size, page_size), page_size
+
+
+def _problem(data_file: str, fd: int, first: bytes, second: bytes, page_size: int) -> str | None:
+    """What is wrong with the file, whose meta pages were read as `first` and `second`, or None.
+
+    The file is measured after its meta pages were read: LMDB writes a
+    commit's pages before its meta page, and does not shrink the file.
+    """
+    size = os.fstat(fd).st_size
+    if len(first) < _META.size:
+        return (f'LMDB data file {data_file!r} is truncated: {size} bytes, too '
+                f'short to hold its meta pages (LMDB writes them when it creates '
+                f'the file); restore it from a backup or a dump, or delete the '
+                f'file if the database was never written')
+    magic, _, _, free_root, main_root, last_page, txnid = _META.unpack(first)
+    if magic != _META_MAGIC or not page_size:
+        return None   # not LMDB's layout here: LMDB's own checks report it
+    metas = [(txnid, free_root, main_root, last_page)]
+    if len(second) == _META.size:
+        magic2, _, _, free2, main2, last2, txnid2 = _META.unpack(second)
+        if magic2 == _META_MAGIC:
+            metas.append((txnid2, free2, main2, last2))
+            if not _possible_txnids(txnid, txnid2):
+                return (f'LMDB data file {data_file!r} is damaged: its meta pages hold '
+                        f'transaction ids {txnid} and {txnid2}, which no sequence of '
+                        f'commits writes (LMDB would open the wrong commit); restore '
+                        f'it from a backup or a dump')
+    _, free_root, main_root, last_page = max(metas)
+    pages = size // page_size
+    if pages > last_page:
+        return None
+    trees = _Trees(data_file, fd, page_size, pages, last_page)
+    missing = pages if pages < 2 else trees.missing(free_root, main_root)
+    if missing is None:
+        return None
+    return (f'LMDB data file {data_file!r} is truncated: {size} bytes ({pages} '
             f'pages of {page_size} bytes), but its meta page says it uses '
             f'{last_page + 1} pages, and page {missing} is in use; restore it '
             f'from a backup or a dump')
@@ -217,17 +241,18 @@ class _Trees:
             f'not fit in the page; restore it from a backup or a dump')
 
 
-def _check_txnids(data_file: str, first: int, second: int) -> None:
-    """Refuse meta pages whose transaction ids LMDB cannot have written.
+def _possible_txnids(first: int, second: int) -> bool:
+    """Whether LMDB can have written transaction ids `first` (page 0) and `second` (page 1).
 
     Commit ``n`` writes its meta page to page ``n % 2``, so page 0 holds an
     even id and page 1 the odd id next to it (both 0 in a new file). A
     damaged id would make LMDB open an older commit, or an empty tree,
     without a word.
     """
-    if (first, second) == (0, 0) or (first % 2 == 0 and abs(first - second) == 1):
-        return
-    raise DatabaseCorruptError(
-        f'LMDB data file {data_file!r} is damaged: its meta pages hold transaction '
-        f'ids {first} and {second}, which no sequence of commits writes (LMDB '
-        f'would open the wrong commit); restore it from a backup or a dump')
+    return (first, second) == (0, 0) or (first % 2 == 0 and abs(first - second) == 1)
+
+
+#: How many times :func:`check_data_file` reads a data file whose newer meta
+#: page changes while it is read (another process is committing) before it
+#: leaves the file to LMDB.
+TRIES = 3
