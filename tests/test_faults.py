@@ -166,15 +166,16 @@ def lmdb_with_unwritten_tail(path):
     return path
 
 
-def read_every_cut(tmp_path, path):
+def read_every_cut(tmp_path, path, also=()):
     """Cut `path`'s data.mdb at every page boundary and read each copy in a child.
 
     Returns (copies, lines): the copies, shortest first (the last one
-    whole), and the child's line for each; fails if the child crashed.
+    whole, then one cut at each offset from the end in `also`), and the
+    child's line for each; fails if the child crashed.
     """
     whole = (path / 'data.mdb').read_bytes()
     copies = []
-    for cut in range(0, len(whole) + 1, 4096):
+    for cut in [*range(0, len(whole) + 1, 4096), *(len(whole) - back for back in also)]:
         copy = tmp_path / f'cut{cut}'
         copy.mkdir()
         (copy / 'data.mdb').write_bytes(whole[:cut])
@@ -196,11 +197,13 @@ def assert_refused(copy, line):
 def test_lmdb_file_cut_at_any_page_is_refused_before_it_is_mapped(tmp_path):
     """A data.mdb cut at a page boundary killed the reader with SIGBUS (within its last 64 pages, still)."""
     path = lmdb_with_2000_records(tmp_path / 'db')
-    copies, lines = read_every_cut(tmp_path, path)
+    size = (path / 'data.mdb').stat().st_size
+    # Also a cut 100 bytes short of the end (in the last page), and one to 100 bytes.
+    copies, lines = read_every_cut(tmp_path, path, also=[100, size - 100])
     assert len(copies) > 100
-    assert lines[-1].startswith('2000 ')
-    for copy, line in zip(copies[:-1], lines):      # one commit: every page is in use
-        assert_refused(copy, line)
+    assert lines[-3].startswith('2000 ')
+    for copy, line in zip(copies[:-3] + copies[-2:], lines[:-3] + lines[-2:]):
+        assert_refused(copy, line)                  # one commit: every page is in use
 
 
 def test_lmdb_file_with_unwritten_tail_opens_and_its_cuts_are_refused_or_read(tmp_path):
@@ -213,6 +216,7 @@ def test_lmdb_file_with_unwritten_tail_opens_and_its_cuts_are_refused_or_read(tm
     assert last_page + 1 - len(whole) // 4096 > 64
     copies, lines = read_every_cut(tmp_path, path)
     assert lines[-1].startswith('4 ')
+    assert lines.count(lines[-1]) > 1       # cuts that lose only free pages open too
     for copy, line in zip(copies, lines):
         if line != lines[-1]:
             assert_refused(copy, line)
