@@ -226,7 +226,10 @@ class _Trees:
             return None
         if first >= self.pages:
             return first
-        run = _RUN.unpack_from(self.read(first))[0]
+        header = self.read(first)
+        if len(header) < _RUN.size:
+            return first    # the file shrank while it was read
+        run = _RUN.unpack_from(header)[0]
         needed = max(run, (_HEADER + data_size + self.page_size - 1) // self.page_size)
         if first + needed > self.pages:
             return self.pages
