@@ -222,6 +222,34 @@ def test_lmdb_file_with_unwritten_tail_opens_and_its_cuts_are_refused_or_read(tm
             assert_refused(copy, line)
 
 
+def test_lmdb_meta_page_naming_a_last_page_past_its_map_is_refused(tmp_path):
+    """A flipped high bit of the last page number raised "another process grew the LMDB map"."""
+    pytest.importorskip('lmdb')
+    from centidb.engines.lmdb import LmdbEngine
+    path = tmp_path / 'db'
+    engine = LmdbEngine(str(path))
+    for commit in range(5):                 # the newer meta page: page 1 (id 5)
+        engine.put(b'k%d' % commit, b'v')
+    engine.close()
+    whole = (path / 'data.mdb').read_bytes()
+    last_page_at = 4096 + 136               # the meta's last page number, little-endian
+    copies = []
+    for byte, bit in ((7, 4), (1, 0)):      # 2**60 more pages; 256 more (inside the map)
+        copy = tmp_path / f'flip{byte}-{bit}'
+        copy.mkdir()
+        data = bytearray(whole)
+        data[last_page_at + byte] ^= 1 << bit
+        (copy / 'data.mdb').write_bytes(bytes(data))
+        copies.append(copy)
+    child = run_child(LMDB_READ_WRITE, path, *copies)
+    assert child.returncode == 0, (child.returncode, child.stdout, child.stderr)
+    lines = child.stdout.splitlines()
+    assert lines[0].startswith('5 ')
+    assert lines[1].startswith('centidb.errors DatabaseCorruptError'), lines[1]
+    assert 'past the end of its map' in lines[1] and str(copies[0]) in lines[1]
+    assert lines[2] == lines[0]             # no page in use is past the end: it opens
+
+
 #: A child that commits two transactions to the LMDB database at argv[1].
 LMDB_COMMIT_TWICE = '''
 import sys

@@ -23,11 +23,12 @@ __all__ = ['TRIES', 'check_data_file']
 # The data file's meta pages (two, at the start), as LMDB lays them out on a
 # 64-bit little-endian machine: a page header of 16 bytes, then the meta
 # fields: magic and version (uint32 each), the map address and size (8 bytes
-# each), two tree descriptors of 48 bytes (the free pages' and the main
-# tree's; the first's first uint32 holds the page size, each ends with its
-# root page number), the last page number used and the transaction id.
+# each; the map size is at least the pages used), two tree descriptors of 48
+# bytes (the free pages' and the main tree's; the first's first uint32 holds
+# the page size, each ends with its root page number), the last page number
+# used and the transaction id.
 _META_MAGIC = 0xBEEFC0DE
-_META = struct.Struct('<16xII16xI36xQ40xQQQ')
+_META = struct.Struct('<16xII8xQI36xQ40xQQQ')
 _NO_PAGE = 2**64 - 1   # the root of an empty tree
 
 # Every other page starts with the same 16-byte header: its number, 2 bytes
@@ -86,7 +87,7 @@ def check_data_file(data_file: str) -> None:
 def _meta_bytes(fd: int) -> tuple[bytes, bytes, int]:
     """The two meta pages' fields (bytes, as read) and the page size (0 if not LMDB's)."""
     first = os.pread(fd, _META.size, 0)
-    page_size = _META.unpack(first)[2] if len(first) == _META.size else 0
+    page_size = _META.unpack(first)[3] if len(first) == _META.size else 0
     if page_size < _META.size or page_size & (page_size - 1):
         return first, b'', 0
     return first, os.pread(fd, _META.size, page_size), page_size
@@ -104,23 +105,27 @@ def _problem(data_file: str, fd: int, first: bytes, second: bytes, page_size: in
                 f'short to hold its meta pages (LMDB writes them when it creates '
                 f'the file); restore it from a backup or a dump, or delete the '
                 f'file if the database was never written')
-    magic, _, _, free_root, main_root, last_page, txnid = _META.unpack(first)
+    magic, _, map_size, _, free_root, main_root, last_page, txnid = _META.unpack(first)
     if magic != _META_MAGIC or not page_size:
         return None   # not LMDB's layout here: LMDB's own checks report it
-    metas = [(txnid, free_root, main_root, last_page)]
+    metas = [(txnid, free_root, main_root, last_page, map_size)]
     if len(second) == _META.size:
-        magic2, _, _, free2, main2, last2, txnid2 = _META.unpack(second)
+        magic2, _, map2, _, free2, main2, last2, txnid2 = _META.unpack(second)
         if magic2 == _META_MAGIC:
-            metas.append((txnid2, free2, main2, last2))
+            metas.append((txnid2, free2, main2, last2, map2))
             if not _possible_txnids(txnid, txnid2):
                 return (f'LMDB data file {data_file!r} is damaged: its meta pages hold '
                         f'transaction ids {txnid} and {txnid2}, which no sequence of '
                         f'commits writes (LMDB would open the wrong commit); restore '
                         f'it from a backup or a dump')
-    _, free_root, main_root, last_page = max(metas)
+    _, free_root, main_root, last_page, map_size = max(metas)
     pages = size // page_size
     if pages > last_page:
         return None
+    if (last_page + 1) * page_size > map_size:     # (a complete file may say so: ITS#7789)
+        return (f'LMDB data file {data_file!r} is damaged: {size} bytes, and its meta '
+                f'page names page {last_page} as the last one used, past the end of '
+                f'its map of {map_size} bytes; restore it from a backup or a dump')
     trees = _Trees(data_file, fd, page_size, pages, last_page)
     missing = pages if pages < 2 else trees.missing(free_root, main_root)
     if missing is None:
