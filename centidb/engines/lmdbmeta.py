@@ -29,7 +29,6 @@ __all__ = ['TRIES', 'check_data_file']
 # used and the transaction id.
 _META_MAGIC = 0xBEEFC0DE
 _META = struct.Struct('<16xII8xQI36xQ40xQQQ')
-_NO_PAGE = 2**64 - 1   # the root of an empty tree
 
 # Every other page starts with the same 16-byte header: its number, 2 bytes
 # of padding, its flags, then either the two ends of the free space between
@@ -66,8 +65,9 @@ def check_data_file(data_file: str) -> None:
 
     :param data_file: the path of the data file (``data.mdb``).
     :raises ~centidb.errors.DatabaseCorruptError: if the file is too short
-        for its meta pages or its trees, or its meta pages' transaction ids
-        are impossible.
+        for its meta pages or its trees, its meta pages' transaction ids are
+        impossible, or a short file's meta page names a last page past its
+        map size.
     """
     try:
         with open(data_file, 'rb') as f:
@@ -127,7 +127,10 @@ def _problem(data_file: str, fd: int, first: bytes, second: bytes, page_size: in
                 f'page names page {last_page} as the last one used, past the end of '
                 f'its map of {map_size} bytes; restore it from a backup or a dump')
     trees = _Trees(data_file, fd, page_size, pages, last_page)
-    missing = pages if pages < 2 else trees.missing(free_root, main_root)
+    try:
+        missing = pages if pages < 2 else trees.missing(free_root, main_root)
+    except _Misshapen as exc:
+        return str(exc)
     if missing is None:
         return None
     return (f'LMDB data file {data_file!r} is truncated: {size} bytes ({pages} '
@@ -177,8 +180,9 @@ class _Trees:
 
         Also visits the trees its leaves name (named and duplicates
         trees), and hands each leaf's data to `on_data` if given. Page
-        numbers past the last page are left alone: LMDB reports them as
-        not found. Each page is read once.
+        numbers past the last page (such as an empty tree's root, all
+        ones) are left alone: LMDB reports them as not found. Each page is
+        read once.
         """
         todo = [root]
         seen: set[int] = set()
@@ -198,7 +202,7 @@ class _Trees:
             count = (min(lower, self.page_size) - _HEADER) // 2
             offsets = struct.unpack_from(f'<{max(count, 0)}H', page, _HEADER)
             if offsets and max(offsets) > self.page_size - _NODE.size:
-                raise self.damaged(number)
+                raise self.misshapen(number)
             if flags & _BRANCH:
                 for offset in offsets:
                     low, high, top, _ = _NODE.unpack_from(page, offset)
@@ -213,7 +217,7 @@ class _Trees:
                 if node_flags & (_BIGDATA | _SUBDATA):
                     end = at + (_U64.size if node_flags & _BIGDATA else _TREE_ROOT + 8)
                     if end > self.page_size:
-                        raise self.damaged(number)
+                        raise self.misshapen(number)
                 if node_flags & _BIGDATA:
                     missing = self.overflow(_U64.unpack_from(page, at)[0], data_size, on_data)
                     if missing is not None:
@@ -242,11 +246,15 @@ class _Trees:
             on_data(self.read(first, needed)[_HEADER:_HEADER + data_size])
         return None
 
-    def damaged(self, number: int) -> DatabaseCorruptError:
-        """The error for a page whose nodes do not fit in it."""
-        return DatabaseCorruptError(
-            f'LMDB data file {self.data_file!r} is damaged: page {number} holds a node that does '
-            f'not fit in the page; restore it from a backup or a dump')
+    def misshapen(self, number: int) -> _Misshapen:
+        """The error for page `number`, whose nodes do not fit in it."""
+        return _Misshapen(
+            f'LMDB data file {self.data_file!r} is damaged: page {number} holds a '
+            f'node that does not fit in the page; restore it from a backup or a dump')
+
+
+class _Misshapen(Exception):
+    """A tree page that LMDB cannot have written (its message says which)."""
 
 
 def _possible_txnids(first: int, second: int) -> bool:
