@@ -123,29 +123,165 @@ def lmdb_with_2000_records(path):
     return path
 
 
-def test_truncated_lmdb_file_is_refused_before_it_is_mapped(tmp_path):
-    """A data.mdb cut at a page boundary killed the reader with SIGBUS."""
-    path = lmdb_with_2000_records(tmp_path / 'db')
+#: A child that opens each LMDB database of argv, reads every item, then
+#: commits a 50 KB value (LMDB reads its free-page tree to place it) and
+#: reads it back; it prints the number of items and a digest of them, or
+#: the error, a line each.
+LMDB_READ_WRITE = '''
+import hashlib, sys
+from centidb.engines.lmdb import LmdbEngine
+for path in sys.argv[1:]:
+    try:
+        engine = LmdbEngine(path)
+        items = list(engine.items())
+        engine.put(b'~written', bytes(50000))
+        assert engine.get(b'~written') == bytes(50000)
+        engine.close()
+        print(len(items), hashlib.sha256(repr(items).encode()).hexdigest()[:16])
+    except Exception as exc:
+        print(type(exc).__module__, type(exc).__name__, exc)
+    sys.stdout.flush()
+'''
+
+
+def lmdb_with_unwritten_tail(path):
+    """An LMDB database at `path` whose data file ends 98 pages before its last page.
+
+    The last commit reuses free pages, then puts 400 KB at the end of the
+    file and deletes it again: LMDB lists those pages as free and never
+    writes them. Returns `path`.
+    """
+    pytest.importorskip('lmdb')
+    from centidb.engines.lmdb import LmdbEngine
+    engine = LmdbEngine(str(path))
+    engine.put(b'a', bytes(100))
+    engine.put(b'big', bytes(20000))
+    engine.put(b'big', bytes(10))           # frees 5 pages, reusable two commits on
+    engine.put(b'b', bytes(10))
+    with engine.begin(write=True) as txn:
+        txn.put(b'x', bytes(10))
+        txn.put(b'gone', bytes(400000))
+        txn.delete(b'gone')
+    engine.close()
+    return path
+
+
+def read_every_cut(tmp_path, path, also=()):
+    """Cut `path`'s data.mdb at every page boundary and read each copy in a child.
+
+    Returns (copies, lines): the copies, shortest first (the last one
+    whole, then one cut at each offset from the end in `also`), and the
+    child's line for each; fails if the child crashed.
+    """
     whole = (path / 'data.mdb').read_bytes()
-    pages = len(whole) // 4096
-    assert pages > 100
-    # (A file may end up to 64 pages before the last page its meta page
-    # names: LMDB leaves pages it allocated and freed in a commit unwritten.)
-    cuts = [pages * 4096, (pages - 70) * 4096, pages // 4 * 4096, 8192, 4096, 100, 0]
     copies = []
-    for cut in cuts:
+    for cut in [*range(0, len(whole) + 1, 4096), *(len(whole) - back for back in also)]:
         copy = tmp_path / f'cut{cut}'
         copy.mkdir()
         (copy / 'data.mdb').write_bytes(whole[:cut])
         copies.append(copy)
-    child = run_child(LMDB_READ, *copies)
+    child = run_child(LMDB_READ_WRITE, *copies)
+    lines = child.stdout.splitlines()
+    assert child.returncode == 0, (
+        f'the child died ({child.returncode}) reading {copies[len(lines)]}', child.stderr)
+    assert len(lines) == len(copies)
+    return copies, lines
+
+
+def assert_refused(copy, line):
+    """`line` is the DatabaseCorruptError for the truncated data file of `copy`."""
+    assert line.startswith('centidb.errors DatabaseCorruptError'), (copy, line)
+    assert str(copy / 'data.mdb') in line and 'truncated' in line, line
+
+
+def test_lmdb_file_cut_at_any_page_is_refused_before_it_is_mapped(tmp_path):
+    """A data.mdb cut at a page boundary killed the reader with SIGBUS (within its last 64 pages, still)."""
+    path = lmdb_with_2000_records(tmp_path / 'db')
+    size = (path / 'data.mdb').stat().st_size
+    # Also a cut 100 bytes short of the end (in the last page), and one to 100 bytes.
+    copies, lines = read_every_cut(tmp_path, path, also=[100, size - 100])
+    assert len(copies) > 100
+    assert lines[-3].startswith('2000 ')
+    for copy, line in zip(copies[:-3] + copies[-2:], lines[:-3] + lines[-2:]):
+        assert_refused(copy, line)                  # one commit: every page is in use
+
+
+def test_lmdb_file_with_unwritten_tail_opens_and_its_cuts_are_refused_or_read(tmp_path):
+    """A healthy data.mdb ending more than 64 pages before its last page was refused as truncated."""
+    path = lmdb_with_unwritten_tail(tmp_path / 'db')
+    whole = (path / 'data.mdb').read_bytes()
+    last_page = max((int.from_bytes(whole[at + 8:at + 16], 'little'),    # transaction id
+                     int.from_bytes(whole[at:at + 8], 'little'))        # last page used
+                    for at in (136, 4096 + 136))[1]
+    assert last_page + 1 - len(whole) // 4096 > 64
+    copies, lines = read_every_cut(tmp_path, path)
+    assert lines[-1].startswith('4 ')
+    assert lines.count(lines[-1]) > 1       # cuts that lose only free pages open too
+    for copy, line in zip(copies, lines):
+        if line != lines[-1]:
+            assert_refused(copy, line)
+
+
+def test_lmdb_meta_page_naming_a_last_page_past_its_map_is_refused(tmp_path):
+    """A flipped high bit of the last page number raised "another process grew the LMDB map"."""
+    pytest.importorskip('lmdb')
+    from centidb.engines.lmdb import LmdbEngine
+    path = tmp_path / 'db'
+    engine = LmdbEngine(str(path))
+    for commit in range(5):                 # the newer meta page: page 1 (id 5)
+        engine.put(b'k%d' % commit, b'v')
+    engine.close()
+    whole = (path / 'data.mdb').read_bytes()
+    last_page_at = 4096 + 136               # the meta's last page number, little-endian
+    copies = []
+    for byte, bit in ((7, 4), (1, 0)):      # 2**60 more pages; 256 more (inside the map)
+        copy = tmp_path / f'flip{byte}-{bit}'
+        copy.mkdir()
+        data = bytearray(whole)
+        data[last_page_at + byte] ^= 1 << bit
+        (copy / 'data.mdb').write_bytes(bytes(data))
+        copies.append(copy)
+    child = run_child(LMDB_READ_WRITE, path, *copies)
     assert child.returncode == 0, (child.returncode, child.stdout, child.stderr)
     lines = child.stdout.splitlines()
-    assert lines[0] == '2000'
-    assert len(lines) == len(cuts)
-    for copy, line in zip(copies[1:], lines[1:]):
-        assert line.startswith('centidb.errors DatabaseCorruptError'), line
-        assert str(copy / 'data.mdb') in line and 'truncated' in line
+    assert lines[0].startswith('5 ')
+    assert lines[1].startswith('centidb.errors DatabaseCorruptError'), lines[1]
+    assert 'past the end of its map' in lines[1] and str(copies[0]) in lines[1]
+    assert lines[2] == lines[0]             # no page in use is past the end: it opens
+
+
+#: A child that commits two transactions to the LMDB database at argv[1].
+LMDB_COMMIT_TWICE = '''
+import sys
+from centidb.engines.lmdb import LmdbEngine
+engine = LmdbEngine(sys.argv[1])
+engine.put(b'c1', b'v')
+engine.put(b'c2', b'v')
+engine.close()
+'''
+
+
+def test_lmdb_file_another_process_commits_to_is_not_refused(tmp_path, monkeypatch):
+    """Meta pages read either side of another process's commits were refused as damaged."""
+    pytest.importorskip('lmdb')
+    from centidb.engines import lmdbmeta
+    from centidb.engines.lmdb import LmdbEngine
+    path = tmp_path / 'db'
+    engine = LmdbEngine(str(path))
+    for i in range(5):                      # meta pages: ids 4 (page 0) and 5 (page 1)
+        engine.put(b'k%d' % i, b'v')
+    engine.close()
+    commits = []
+    real_pread = os.pread
+
+    def pread(fd, size, offset):
+        if offset == 4096 and not commits:  # after meta page 0, before meta page 1
+            commits.append(run_child(LMDB_COMMIT_TWICE, path))
+        return real_pread(fd, size, offset)
+
+    monkeypatch.setattr(os, 'pread', pread)
+    lmdbmeta.check_data_file(str(path / 'data.mdb'))    # read 4 and 7, then 6 and 7
+    assert len(commits) == 1 and commits[0].returncode == 0, commits
 
 
 def test_corrupt_lmdb_page_raises_a_centidb_error(tmp_path):
