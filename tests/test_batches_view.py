@@ -236,14 +236,15 @@ def test_forward_scan_restarts_after_its_transaction_splits_the_batch(etxn):
     assert scan(view, etxn, lo=k(2), hi=k(6)) == [2, 3, 5]
 
 
-def test_reverse_scan_restarts_after_its_transaction_splits_the_batch(etxn):
+@pytest.mark.parametrize('taken,split,rest', [(1, 4, [5, 3, 2, 1]), (2, 3, [4, 2, 1])])
+def test_reverse_scan_restarts_after_its_transaction_splits_the_batch(etxn, taken, split, rest):
     view = make_view()
     fill(etxn, view, range(1, 7))
     batch(etxn, view)
     it = view.items(etxn, PREFIX, END, True)
-    assert [next(it)[0], next(it)[0]] == [k(6), k(5)]
-    view.split(etxn, k(3))                                  # 3 leaves: [1, 2] [4, 5, 6]
-    assert [kb for kb, _ in it] == [k(4), k(2), k(1)]
+    assert [next(it)[0] for _ in range(taken)] == [k(6), k(5)][:taken]
+    view.split(etxn, k(split))                              # the others stay, in two batches
+    assert [kb for kb, _ in it] == [k(n) for n in rest]
 
 
 @pytest.mark.parametrize('taken,expected', [(2, [4, 3, 1]), (6, [4, 3, 2, 1])])
