@@ -157,39 +157,51 @@ def test_manifest_framing_across_blocks():
     assert read_manifest(bytes(damaged)) is None    # a bad checksum: LevelDB reports it
 
 
-def _data_blocks_end(path):
-    """The offset where a table file's data blocks end (its metaindex block starts)."""
+def _footer_handles(path):
+    """A table file's metaindex and index block handles, ``[(offset, size), ...]``."""
     with open(path, 'rb') as f:
         footer = f.read()[-48:]
-    offset = shift = 0
+    numbers, value, shift = [], 0, 0
     for byte in footer:
-        offset |= (byte & 0x7F) << shift
+        value |= (byte & 0x7F) << shift
         shift += 7
         if byte < 0x80:
-            return offset
+            numbers.append(value)
+            value = shift = 0
+            if len(numbers) == 4:
+                return [tuple(numbers[:2]), tuple(numbers[2:])]
     raise AssertionError('bad footer')
 
 
-@pytest.fixture
-def flipped(tmp_path):
-    """A compacted one-table store with a byte flipped in its last data block."""
-    path = str(tmp_path / 'db')
+def _flip(path, where):
+    with open(path, 'r+b') as f:
+        f.seek(where)
+        byte = f.read(1)[0]
+        f.seek(where)
+        f.write(bytes([byte ^ 0x20]))
+
+
+def _compacted_store(path, n=2000):
+    """A store of `n` records compacted into one table file; returns the records and the file."""
     store = centidb.open('leveldb', path=path, create_if_missing=True)
     coll = store.collection('docs', key_func=_key)
-    records = _records(2000)
+    records = _records(n)
     coll.put_many(records)
     store.close()
     engine = PlyvelEngine(path)
     engine.compact()
     engine.close()
     (table,) = _files(path)
-    table = os.path.join(path, table)
-    where = _data_blocks_end(table) - 5 - 40        # inside the last block, before its trailer
-    with open(table, 'r+b') as f:
-        f.seek(where)
-        byte = f.read(1)[0]
-        f.seek(where)
-        f.write(bytes([byte ^ 0x20]))
+    return records, os.path.join(path, table)
+
+
+@pytest.fixture
+def flipped(tmp_path):
+    """A compacted one-table store with a byte flipped in its last data block."""
+    path = str(tmp_path / 'db')
+    records, table = _compacted_store(path)
+    (metaindex, _), _ = _footer_handles(table)
+    _flip(table, metaindex - 5 - 40)        # inside the last data block, before its trailer
     return path, records
 
 
@@ -224,3 +236,40 @@ def test_scan_over_a_damaged_last_block_raises(flipped, how):
                 coll.items(lo=(len(records) - 3,)).__next__()
     finally:
         store.close()
+
+
+def _values_or_error(path):
+    try:
+        store = centidb.open('leveldb', path=path)
+        try:
+            return list(store.collection('docs', key_func=_key).values())
+        finally:
+            store.close()
+    except DatabaseCorruptError:
+        return None
+
+
+def test_flipped_byte_in_a_table_index_block_is_reported_by_verify(tmp_path):
+    """LevelDB does not check an index block's checksum (without paranoid_checks):
+    some flips make the table read as empty, with no error."""
+    base = str(tmp_path / 'base')
+    records, table = _compacted_store(base)
+    _, (index, size) = _footer_handles(table)
+    work = str(tmp_path / 'db')
+    for where in range(index, index + min(size, 80)):
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.copytree(base, work)
+        _flip(os.path.join(work, os.path.basename(table)), where)
+        values = _values_or_error(work)
+        if values is not None and values != records:
+            break
+    else:
+        pytest.fail('no flip in the index block made reads lose records silently')
+    store = centidb.open('leveldb', path=work)
+    try:
+        problems = store.verify()
+    finally:
+        store.close()
+    assert problems, 'verify() found nothing'
+    assert 'index block fails its checksum' in problems[0].message
+    assert os.path.basename(table) in problems[0].message

@@ -19,6 +19,7 @@ from centidb.engines.base import (
 )
 from centidb.engines.fastcalls import guarded
 from centidb.engines.leveldbfiles import check_manifest as _check_manifest
+from centidb.engines.leveldbfiles import check_table as _check_table
 from centidb.engines.paths import StoreLock, lock_path
 from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.engines.writelog import _CompactWriteLog
@@ -541,30 +542,45 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             lambda lo, hi: _plyvel_items(path, snapshot, lo, hi, reverse), lo, hi, reverse)
 
     def verify_storage(self) -> list[str]:
-        """Read every table block the snapshot uses, checking its CRC-32C; return what is damaged.
+        """Check the table files the database uses; return what is damaged.
 
-        One pass of a raw LevelDB iterator over the whole snapshot, with
-        checksums verified and the blocks kept out of the cache. Blocks
-        this engine already holds in its block cache were read (and, by a
-        scan, checked) earlier and are not read again. Called by
+        Each live table's footer and the checksums of its index blocks (see
+        :func:`~centidb.engines.leveldbfiles.check_table`), then one pass of
+        a raw LevelDB iterator over the whole snapshot with checksums
+        verified and the blocks kept out of the cache: every data block is
+        read and checked, except those this engine already holds in its
+        block cache (read, and by a scan checked, earlier). Called by
         :meth:`~centidb.Store.verify`.
 
-        :returns: one message naming the database and LevelDB's report per
-            problem (empty: every block read back intact).
+        :returns: one message naming the file or database per problem
+            (empty: every block read back intact).
         """
+        path = self.engine.path
+        repair = 'PlyvelEngine.repair() keeps the records in the intact blocks'
+        try:
+            listed = self.engine._db.get_property(b'leveldb.sstables') or b''
+        except plyvel.Error as exc:
+            return [str(_engine_error(path, exc, 'verifying'))]
+        problems = []
+        for number in re.findall(rb'^ *(\d+):\d+\[', listed, re.M):
+            table = os.path.join(path, f'{int(number):06d}.ldb')
+            if not os.path.exists(table):
+                table = table[:-3] + 'sst'     # the older name
+            problem = _check_table(table)
+            if problem is not None:
+                problems.append(f'LevelDB database {path!r} is damaged: {problem}; {repair}')
+        if problems:
+            return problems
         try:
             it = self._snapshot.raw_iterator(verify_checksums=True, fill_cache=False)
+            try:
+                it.seek_to_first()
+                while it.valid():
+                    it.next()
+            finally:
+                it.close()
         except plyvel.Error as exc:
-            return [str(_engine_error(self.engine.path, exc, 'verifying'))]
-        try:
-            it.seek_to_first()
-            while it.valid():
-                it.next()
-        except plyvel.Error as exc:
-            return [f'{_engine_error(self.engine.path, exc, "reading its table files")}; '
-                    f'PlyvelEngine.repair() keeps the records in the intact blocks']
-        finally:
-            it.close()
+            return [f'{_engine_error(path, exc, "reading its table files")}; {repair}']
         return []
 
     def _item_chunks(self, lo: bytes | None, hi: bytes | None,

@@ -24,13 +24,16 @@ import re
 import struct
 from centidb.errors import DatabaseCorruptError
 
-__all__ = ['check_manifest', 'ManifestState', 'read_manifest', 'crc32c']
+__all__ = ['check_manifest', 'ManifestState', 'read_manifest', 'check_table', 'crc32c']
 
 _BLOCK = 32768
 _HEADER = struct.Struct('<IHB')
 _ZERO, _FULL, _FIRST, _MIDDLE, _LAST = range(5)
 _MASK_DELTA = 0xA282EAD8
 _TABLE_FILE = re.compile(r'(\d+)\.(ldb|sst)\Z')
+_TABLE_MAGIC = 0xDB4775248B80FB57
+_FOOTER = 48
+_TRAILER = 5
 
 
 def _crc_table() -> list[int]:
@@ -283,6 +286,48 @@ def _problem(path: str) -> str | None:
             f'the data in them, and the log the MANIFEST names '
             f'({state.log_number:06d}.log) is missing: {manifest_is} is damaged '
             f'or cut short. Nothing was changed; {repair}')
+    return None
+
+
+def check_table(path: str) -> str | None:
+    """Check a table file's footer and the checksums of its index and metaindex blocks.
+
+    LevelDB checks these blocks only when the database is opened with
+    ``paranoid_checks``; otherwise a damaged index block can read as an
+    empty one, and the table's records are silently missing from every
+    read. (Its data blocks are checked by reads with ``verify_checksums``.)
+
+    :param path: the table file (``NNNNNN.ldb``).
+    :returns: what is wrong, or ``None`` if the blocks are intact (or the
+        file is gone: LevelDB deletes tables a compaction replaced).
+    """
+    try:
+        with open(path, 'rb') as f:
+            size = os.fstat(f.fileno()).st_size
+            if size < _FOOTER:
+                return f'table file {path!r} is too short ({size} bytes) to hold its footer'
+            f.seek(size - _FOOTER)
+            footer = f.read(_FOOTER)
+            if struct.unpack_from('<Q', footer, _FOOTER - 8)[0] != _TABLE_MAGIC:
+                return f'table file {path!r} does not end with a table footer'
+            reader = _Reader(footer[:_FOOTER - 8])
+            try:
+                handles = [(reader.varint(), reader.varint()) for _ in range(2)]
+            except ValueError:
+                return f'table file {path!r} has a damaged footer'
+            for name, (offset, length) in zip(('metaindex', 'index'), handles):
+                if offset + length + _TRAILER > size - _FOOTER:
+                    return (f'table file {path!r}: its footer places the {name} block '
+                            f'past the end of the file')
+                f.seek(offset)
+                block = f.read(length + _TRAILER)
+                stored = struct.unpack_from('<I', block, length + 1)[0]
+                if _unmask(stored) != crc32c(block[:length + 1]):
+                    return f'table file {path!r}: the {name} block fails its checksum'
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f'table file {path!r} cannot be read: {exc}'
     return None
 
 
