@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python stress/faults.py [--long] [--seed 1] [CAMPAIGN ...]
+    .venv/bin/python stress/faults.py [--long] [--seed 1] [--engine E] [--cases N] [CAMPAIGN ...]
 
 Campaigns (all of them when none is named):
 
@@ -23,9 +23,11 @@ Campaigns (all of them when none is named):
     a 2 MiB tmpfs instead (skipped where it cannot be mounted).
 ``damage``
     A small store on each engine (collections, indexes, large values) is
-    damaged: truncated at every page boundary (LMDB's ``data.mdb``) or at
-    several cut points of each file (LevelDB's), and given seeded bit
-    flips in every file. A child process (with ``CENTIDB_NO_SPEEDUPS=1``,
+    damaged: truncated at every page boundary (LMDB's ``data.mdb``), at
+    every byte of LevelDB's MANIFEST (the store's last session compacts, so
+    it holds several edits) or at several cut points of each other file,
+    and given seeded bit flips in every file. ``--engine`` picks one
+    engine, ``--cases N`` the number of cases per engine and implementation. A child process (with ``CENTIDB_NO_SPEEDUPS=1``,
     then ``CENTIDB_REQUIRE_SPEEDUPS=1``) opens each damaged copy and reads
     everything: ``get`` of every key, scans both ways, index reads and
     ``verify()``. Allowed: correct data, or a centidb error. A crash
