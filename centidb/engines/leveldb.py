@@ -191,7 +191,7 @@ def _plyvel_pairs(snapshot: _PlyvelSnapshot, lo: bytes | None, hi: bytes | None,
     """
     last: Item | None = None
     if not reverse:
-        it = snapshot.iterator(start=lo, stop=hi, verify_checksums=True)
+        it = snapshot.iterator(start=lo, stop=hi)
         try:
             for last in it:
                 yield last
@@ -199,7 +199,7 @@ def _plyvel_pairs(snapshot: _PlyvelSnapshot, lo: bytes | None, hi: bytes | None,
         finally:
             it.close()
         return
-    it = snapshot.iterator(stop=hi, reverse=True, verify_checksums=True)
+    it = snapshot.iterator(stop=hi, reverse=True)
     try:
         for last in it:
             if lo is not None and last[0] < lo:
@@ -232,7 +232,7 @@ def _check_skipped(snapshot: _PlyvelSnapshot, it: _PlyvelIterator, last: bytes |
         if not reverse:
             it.seek(last)
         return
-    raw = snapshot.raw_iterator(verify_checksums=True)
+    raw = snapshot.raw_iterator()
     try:
         if not reverse:
             raw.seek(lo or b'')
@@ -506,7 +506,7 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
         it = self._seeker
         snapshot = self._snapshot
         if it is None:
-            it = self._seeker = snapshot.iterator(verify_checksums=True)
+            it = self._seeker = snapshot.iterator()
             if self._pending is None:   # a read-only snapshot: seeks need no merge
                 self._seek_cursor = _SeekCursor(it, self.engine.path, snapshot)
         if reverse:
@@ -601,11 +601,9 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
         `values`), filled by plyvel's own iterator with no Python step per pair."""
         snapshot = self._snapshot
         if reverse:
-            pairs = snapshot.iterator(stop=hi, reverse=True, include_value=values,
-                                      verify_checksums=True)
+            pairs = snapshot.iterator(stop=hi, reverse=True, include_value=values)
         else:
-            pairs = snapshot.iterator(start=lo, stop=hi, include_value=values,
-                                      verify_checksums=True)
+            pairs = snapshot.iterator(start=lo, stop=hi, include_value=values)
         try:
             chunk: list[Any] = []
             for chunk in chunked(pairs, lo, None, reverse, keys=not values):
