@@ -608,8 +608,12 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             chunk: list[Any] = []
             for chunk in chunked(pairs, lo, None, reverse, keys=not values):
                 yield chunk
+            if self._state is not _OPEN or self.engine._closed:
+                return      # read ahead, after the transaction ended: no more reads
             if not chunk:
-                _check_skipped(snapshot, pairs, None, lo, hi, reverse)
+                # The transaction's seek iterator checks the status for the
+                # cost of a seek (it makes a raw iterator if it finds no key).
+                self._seek_first(lo, hi, reverse)
             elif not reverse:
                 _check_skipped(snapshot, pairs, chunk[-1] if not values else chunk[-1][0],
                                lo, hi, reverse)
