@@ -45,7 +45,7 @@ from centidb.engines import Engine, EngineTransaction, get_engine_class
 from centidb.errors import CentiError, ConflictError, EncoderMismatchError, KeyKindMismatchError
 from centidb.hooks import StoreHooks
 from centidb.txn import Change, Transaction, TxnManager
-from centidb.verify import Problem, check_collection, check_metadata, find_orphans
+from centidb.verify import Problem, check_collection, check_metadata, check_storage, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
@@ -365,23 +365,21 @@ class Store(CollectionAdmin, StoreHooks):
     def verify(self, *, progress: Callable[[str], object] | None = None) -> list[Problem]:
         """Check the whole store and return the problems found (empty: sound).
 
-        In one read transaction (or this thread's open write transaction):
-        the format record and every metadata record (each well formed, as
-        ``docs/format.rst`` lists; no two collections or indexes share a
-        prefix id, no two encoders an id; ids below their counters; every
-        index's collection exists); every record of every collection (its
-        key and value decode; batches are well formed, and only in a
-        collection whose metadata says it is batched; for a collection
-        opened with a ``key_func`` in this session, each record is stored
-        under ``key_func(value)``); every index entry (it splits into an
-        index tuple and a record key, holds no value, and the record
-        exists); for the indexes added in this session, every record's
-        entries exist and no entry is stale; for auto-increment
-        collections, the counter is above every ``(n,)`` key; and no engine
-        key lies under a prefix nothing owns. A
-        collection whose encoder is not registered in this session (or is
-        pickle, not allowed) is reported as not checked. Records are held in
-        memory one collection at a time.
+        In one read transaction (or this thread's open write transaction): the engine's
+        files (LevelDB: each table block's checksum; damage there is all that is
+        reported); the format record and every metadata record (each well formed, as
+        ``docs/format.rst`` lists; no two collections or indexes share a prefix id, no
+        two encoders an id; ids below their counters; every index's collection exists);
+        every record of every collection (its key and value decode; batches are well
+        formed, and only in a collection whose metadata says it is batched; for a
+        collection opened with a ``key_func`` in this session, each record is stored
+        under ``key_func(value)``); every index entry (it splits into an index tuple and
+        a record key, holds no value, and the record exists); for the indexes added in
+        this session, every record's entries exist and no entry is stale; for
+        auto-increment collections, the counter is above every ``(n,)`` key; and no
+        engine key lies under a prefix nothing owns. A collection whose encoder is not
+        registered (or is pickle) is reported as not checked. Records are held in memory
+        one collection at a time.
 
         :param progress: called as ``progress(name)`` before each collection
             is checked, in name order (for a progress bar).
@@ -394,6 +392,8 @@ class Store(CollectionAdmin, StoreHooks):
 
     def _verify_in(self, txn: Transaction, etxn: EngineTransaction,
                    progress: Callable[[str], object] | None) -> list[Problem]:
+        if damaged := check_storage(etxn):      # the checks below would stop at it
+            return damaged
         problems, collections, indexes, counters = check_metadata(etxn)
         owned = {0}
         for name, info in sorted(collections.items()):

@@ -5,7 +5,8 @@ parser (:func:`centidb.metarecords.parse_value`) and checks them against each
 other; :func:`check_collection` reads every stored record of one collection
 (plain or in batches) and every entry of its indexes, in one read
 transaction, and reports what does not hold; :func:`find_orphans` reports
-engine keys under prefixes no collection or index owns.
+engine keys under prefixes no collection or index owns; :func:`check_storage`
+asks the engine to check its own files.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from centidb.errors import CentiError, CorruptKeyError, StoreFormatError
 from centidb.keylib import Key
 from centidb.records import ENTRY_SEP, as_key, index_entries
 
-__all__ = ['Problem', 'check_metadata', 'check_collection', 'key_problem', 'find_orphans']
+__all__ = ['Problem', 'check_storage', 'check_metadata', 'check_collection', 'key_problem',
+           'find_orphans']
 
 
 class Problem(NamedTuple):
@@ -77,6 +79,21 @@ class _Metadata:
             else:
                 self.indexes.setdefault(key[1], {})[key[2]] = value['id']
             self.owners.setdefault(value['id'], []).append(metarecords.describe(key))
+
+
+def check_storage(etxn: EngineTransaction) -> list[Problem]:
+    """Report the damage the engine finds in its own files, below the records.
+
+    An engine transaction with a ``verify_storage()`` method (LevelDB's:
+    every table block's checksum) is asked; others report nothing here.
+
+    :param etxn: a read :class:`~centidb.engines.EngineTransaction`.
+    :returns: a :class:`Problem` (of the store, no key) per message.
+    """
+    check = getattr(etxn, 'verify_storage', None)
+    if check is None:
+        return []
+    return [Problem(None, None, message) for message in check()]
 
 
 def check_metadata(etxn: EngineTransaction) -> tuple[

@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python stress/faults.py [--long] [--seed 1] [CAMPAIGN ...]
+    .venv/bin/python stress/faults.py [--long] [--seed 1] [--engine E] [--cases N] [CAMPAIGN ...]
 
 Campaigns (all of them when none is named):
 
@@ -23,9 +23,11 @@ Campaigns (all of them when none is named):
     a 2 MiB tmpfs instead (skipped where it cannot be mounted).
 ``damage``
     A small store on each engine (collections, indexes, large values) is
-    damaged: truncated at every page boundary (LMDB's ``data.mdb``) or at
-    several cut points of each file (LevelDB's), and given seeded bit
-    flips in every file. A child process (with ``CENTIDB_NO_SPEEDUPS=1``,
+    damaged: truncated at every page boundary (LMDB's ``data.mdb``), at
+    every byte of LevelDB's MANIFEST (the store's last session compacts, so
+    it holds several edits) or at several cut points of each other file,
+    and given seeded bit flips in every file. ``--engine`` picks one
+    engine, ``--cases N`` the number of cases per engine and implementation. A child process (with ``CENTIDB_NO_SPEEDUPS=1``,
     then ``CENTIDB_REQUIRE_SPEEDUPS=1``) opens each damaged copy and reads
     everything: ``get`` of every key, scans both ways, index reads and
     ``verify()``. Allowed: correct data, or a centidb error. A crash
@@ -414,6 +416,14 @@ def build_damage_store(engine: str, path: str) -> dict:
                           'body': rng.randbytes(size)}, txn=txn)
                 log.put({'level': i % 4, 'text': f'line {i}'}, txn=txn)
             marks.put({'n': part}, txn=txn)
+        if engine == 'leveldb' and part == 2:
+            # The last session compacts too, then writes a table that only
+            # adds a file (plyvel's compact_range() with no range writes the
+            # memtable out), so its MANIFEST holds several edits: cut short,
+            # it names fewer table files than there are.
+            store.engine.compact()
+            marks.put({'n': 3})
+            store.engine._db.compact_range()
         if part < 2:
             store.close()
             if engine == 'leveldb':
@@ -427,7 +437,14 @@ def build_damage_store(engine: str, path: str) -> dict:
             log = store.collection('log')
             log.add_index('level', lambda r: r['level'])
     store.close()
-    return read_all(engine, path)
+    # Read a copy: opening the store itself would make LevelDB start a new
+    # MANIFEST, holding one record, in place of the one with the edits.
+    copy = path + '-read'
+    shutil.copytree(path, copy)
+    try:
+        return read_all(engine, copy)
+    finally:
+        shutil.rmtree(copy)
 
 
 def read_all(engine: str, path: str) -> dict:
@@ -485,6 +502,8 @@ def damage_cases(engine: str, pristine: str, count: int, seed: int) -> list[dict
         size = sizes[name]
         if engine == 'lmdb' and name == 'data.mdb':
             points = range(0, size, 4096)
+        elif name.startswith('MANIFEST-'):
+            points = range(size)            # every prefix of LevelDB's version log
         else:
             points = sorted({0, 1, size // 2, size - 1, *(rng.randrange(size) for _ in range(4))}
                             if size else {0})
@@ -686,6 +705,10 @@ def main(argv: list[str] | None = None) -> int:
                         help='diskfull, damage, values, metadata (default: all)')
     parser.add_argument('--long', action='store_true', help='the full campaign')
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--engine', choices=ENGINES, action='append',
+                        help='damage: only this engine (repeatable; default: all)')
+    parser.add_argument('--cases', type=int, metavar='N',
+                        help='damage: N cases per engine and implementation')
     args = parser.parse_args(argv)
     names = args.campaigns or ['diskfull', 'damage', 'values', 'metadata']
     sizes = LONG if args.long else SHORT
@@ -697,7 +720,8 @@ def main(argv: list[str] | None = None) -> int:
         if name == 'diskfull':
             figures = diskfull(sizes[name], args.seed)
         elif name == 'damage':
-            figures = damage(sizes[name], args.seed)
+            figures = damage(args.cases or sizes[name], args.seed,
+                             tuple(args.engine or ENGINES))
         else:
             figures = external(name, sizes[name], args.seed)
         bad = failures(name, figures)

@@ -27,7 +27,7 @@ LAYERS = [
     ['encodings', 'dumpformat'],
     ['dumpfile'],
     ['engines.fastcalls'],
-    ['engines.base', 'engines.paths', 'engines.lmdbmeta'],
+    ['engines.base', 'engines.paths', 'engines.lmdbmeta', 'engines.leveldbfiles'],
     ['engines.writelog', 'engines.etcd_client'],
     ['engines.memory', 'engines.leveldb', 'engines.lmdb', 'engines.wrappers', 'engines.etcd'],
     ['engines'],

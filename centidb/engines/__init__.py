@@ -29,6 +29,9 @@ into transactions. The whole interface:
     iterates, a networked engine sends one range delete),
     ``commit()`` and ``abort()``; also a context manager that commits on
     success and aborts when the block raises (the exception propagates).
+    Optional: ``verify_storage() -> list[str]``, the damage the engine
+    finds in its own files, one message each (LevelDB's transactions check
+    their table files); :meth:`centidb.store.Store.verify` reports it.
 ``engine.close()``
     Release the store. Closing twice is fine. Engines are context managers.
 

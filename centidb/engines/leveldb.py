@@ -18,6 +18,8 @@ from centidb.engines.base import (
     _check_bounds,
 )
 from centidb.engines.fastcalls import guarded
+from centidb.engines.leveldbfiles import check_manifest as _check_manifest
+from centidb.engines.leveldbfiles import check_table as _check_table
 from centidb.engines.paths import StoreLock, lock_path
 from centidb.engines.paths import prepare_directory as _prepare_directory
 from centidb.engines.writelog import _CompactWriteLog
@@ -53,11 +55,23 @@ if TYPE_CHECKING:
         def seek_to_stop(self) -> None: ...
         def close(self) -> None: ...
 
+    class _PlyvelRawIterator(Protocol):
+        def valid(self) -> bool: ...
+        def seek(self, target: bytes) -> None: ...
+        def seek_to_first(self) -> None: ...
+        def seek_to_last(self) -> None: ...
+        def next(self) -> None: ...
+        def prev(self) -> None: ...
+        def close(self) -> None: ...
+
     class _PlyvelSnapshot(Protocol):
         def get(self, key: bytes) -> bytes | None: ...
         # (With include_value=False the iterator yields keys, not pairs.)
         def iterator(self, *, start: bytes | None = None, stop: bytes | None = None,
-                     reverse: bool = False, include_value: bool = True) -> _PlyvelIterator: ...
+                     reverse: bool = False, include_value: bool = True,
+                     verify_checksums: bool = False) -> _PlyvelIterator: ...
+        def raw_iterator(self, *, verify_checksums: bool = False,
+                         fill_cache: bool = True) -> _PlyvelRawIterator: ...
         def close(self) -> None: ...
 
     class _PlyvelWriteBatch(Protocol):
@@ -172,26 +186,66 @@ def _plyvel_pairs(snapshot: _PlyvelSnapshot, lo: bytes | None, hi: bytes | None,
     """Iterate a plyvel snapshot over ``[lo, hi)``, closing the iterator.
 
     In reverse, ``lo`` is checked here: plyvel 1.5 drops the only key of a
-    range when that key equals ``start`` and ``reverse=True``.
+    range when that key equals ``start`` and ``reverse=True``. At the end,
+    :func:`_check_skipped` raises what LevelDB skipped.
     """
+    last: Item | None = None
     if not reverse:
         it = snapshot.iterator(start=lo, stop=hi)
         try:
-            yield from it
+            for last in it:
+                yield last
+            _check_skipped(snapshot, it, None if last is None else last[0], lo, hi, reverse)
         finally:
             it.close()
         return
     it = snapshot.iterator(stop=hi, reverse=True)
     try:
-        if lo is None:
-            yield from it
-        else:
-            for item in it:
-                if item[0] < lo:
-                    return
-                yield item
+        for last in it:
+            if lo is not None and last[0] < lo:
+                return
+            yield last
+        _check_skipped(snapshot, it, None if last is None else last[0], lo, hi, reverse)
     finally:
         it.close()
+
+
+def _check_skipped(snapshot: _PlyvelSnapshot, it: _PlyvelIterator, last: bytes | None,
+                   lo: bytes | None, hi: bytes | None, reverse: bool) -> None:
+    """Raise the error LevelDB met in damaged blocks that an exhausted scan skipped.
+
+    LevelDB's iterator skips a table block it cannot read and keeps the
+    error in its status; plyvel checks that status while the iterator is
+    on a key, but not when the skip left it past the last key, so a scan
+    ending in damaged blocks ends early, silently. The status lasts for
+    the iterator's life: going forward, seeking `it` back to the `last` key
+    it yielded makes plyvel check it. A scan that yielded nothing (`last` is
+    None) is done again from its start by a raw iterator, which checks its
+    status after every move. In reverse, plyvel checks it after every step,
+    so only an empty scan needs that.
+
+    :param it: the exhausted plyvel iterator.
+    :param last: the last key `it` yielded, or None.
+    :raises plyvel.Error: what LevelDB recorded.
+    """
+    if last is not None:
+        if not reverse:
+            it.seek(last)
+        return
+    raw = snapshot.raw_iterator()
+    try:
+        if not reverse:
+            raw.seek(lo or b'')
+        elif hi is None:
+            raw.seek_to_last()
+        else:
+            raw.seek(hi)
+            if raw.valid():
+                raw.prev()
+            else:
+                raw.seek_to_last()
+    finally:
+        raw.close()
 
 
 class PlyvelEngine(Engine):
@@ -243,6 +297,8 @@ class PlyvelEngine(Engine):
         #: The shared lock on the store's lock file (see :mod:`centidb.engines.paths`).
         self.store_lock = StoreLock(lock_path(self.path), self.path)
         try:
+            if existed:
+                _check_manifest(self.path)
             self._db: _PlyvelDB = plyvel.DB(
                 self.path, create_if_missing=create_if_missing,
                 **plyvel_options)
@@ -252,6 +308,40 @@ class PlyvelEngine(Engine):
         except BaseException:
             self.store_lock.release()
             raise
+
+    @staticmethod
+    def repair(path: str | os.PathLike[str]) -> None:
+        """Rebuild a damaged LevelDB database's MANIFEST from its table and log files.
+
+        LevelDB's own repair (``plyvel.repair_db``): it reads every table
+        file and write-ahead log in the directory and writes a MANIFEST
+        that names them all, so the records in them are readable again.
+        Records whose blocks are damaged are dropped, and records that were
+        deleted may come back (a deletion kept only in a dropped block); run
+        :meth:`~centidb.Store.verify` afterwards, and copy the directory
+        first. The store must not be open anywhere.
+
+        :param path: the database directory.
+        :raises ~centidb.errors.DatabaseNotFoundError: if `path` holds no
+            LevelDB database.
+        :raises ~centidb.errors.DatabaseLockedError: if an engine, in this
+            process or another, has the store open.
+        :raises ~centidb.errors.EngineError: if LevelDB cannot repair it.
+        :raises ImportError: if plyvel is not installed.
+        """
+        if plyvel is None:
+            raise ImportError('PlyvelEngine.repair needs the plyvel package: pip install plyvel')
+        path = os.fspath(path)
+        _prepare_directory(path, what='LevelDB', create=False, marker='CURRENT',
+                           own_name=_LEVELDB_FILE.match, others=_NOT_LEVELDB)
+        lock = StoreLock(lock_path(path), path)
+        try:
+            lock.make_exclusive('repair')
+            plyvel.repair_db(path)
+        except plyvel.Error as exc:
+            raise _open_error(path, exc, True) from exc
+        finally:
+            lock.release()
 
     def _describe(self) -> str:
         return f'{type(self).__name__}({self.path!r})'
@@ -351,12 +441,13 @@ class _SeekCursor:
     :param it: an iterator of ``(key, value)`` over a snapshot.
     """
 
-    __slots__ = ('_it', '_key', '_path')
+    __slots__ = ('_it', '_key', '_path', '_snapshot')
 
-    def __init__(self, it: _PlyvelIterator, path: str) -> None:
+    def __init__(self, it: _PlyvelIterator, path: str, snapshot: _PlyvelSnapshot) -> None:
         self._it = it
         self._key = b''
         self._path = path
+        self._snapshot = snapshot
 
     def set_range(self, key: bytes) -> bool:
         """Move to the first key ``>= key``; False if there is none."""
@@ -364,6 +455,8 @@ class _SeekCursor:
         try:
             it.seek(key)
             found = next(it, None)
+            if found is None:
+                _check_skipped(self._snapshot, it, None, key, None, False)
         except plyvel.Error as exc:
             raise _engine_error(self._path, exc, 'reading') from exc
         if found is None:
@@ -411,10 +504,11 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
 
     def _seek_first(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> Item | None:
         it = self._seeker
+        snapshot = self._snapshot
         if it is None:
-            it = self._seeker = self._snapshot.iterator()
+            it = self._seeker = snapshot.iterator()
             if self._pending is None:   # a read-only snapshot: seeks need no merge
-                self._seek_cursor = _SeekCursor(it, self.engine.path)
+                self._seek_cursor = _SeekCursor(it, self.engine.path, snapshot)
         if reverse:
             if hi is None:
                 it.seek_to_stop()
@@ -423,6 +517,7 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             try:
                 item = it.prev()
             except StopIteration:
+                _check_skipped(snapshot, it, None, lo, hi, True)
                 return None
             if lo is None or item[0] >= lo:
                 return item
@@ -432,7 +527,9 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             else:
                 it.seek(lo)
             found = next(it, None)
-            if found is not None and (hi is None or found[0] < hi):
+            if found is None:
+                _check_skipped(snapshot, it, None, lo, hi, False)
+            elif hi is None or found[0] < hi:
                 return found
         return None
 
@@ -443,6 +540,48 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
             return _plyvel_items(path, snapshot, lo, hi, reverse)
         return self._log_items(
             lambda lo, hi: _plyvel_items(path, snapshot, lo, hi, reverse), lo, hi, reverse)
+
+    def verify_storage(self) -> list[str]:
+        """Check the table files the database uses; return what is damaged.
+
+        Each live table's footer and the checksums of its index blocks (see
+        :func:`~centidb.engines.leveldbfiles.check_table`), then one pass of
+        a raw LevelDB iterator over the whole snapshot with checksums
+        verified and the blocks kept out of the cache: every data block is
+        read and checked, except those this engine already holds in its
+        block cache (read, and by a scan checked, earlier). Called by
+        :meth:`~centidb.Store.verify`.
+
+        :returns: one message naming the file or database per problem
+            (empty: every block read back intact).
+        """
+        path = self.engine.path
+        repair = 'PlyvelEngine.repair() keeps the records in the intact blocks'
+        try:
+            listed = self.engine._db.get_property(b'leveldb.sstables') or b''
+        except plyvel.Error as exc:
+            return [str(_engine_error(path, exc, 'verifying'))]
+        problems = []
+        for number in re.findall(rb'^ *(\d+):\d+\[', listed, re.M):
+            table = os.path.join(path, f'{int(number):06d}.ldb')
+            if not os.path.exists(table):
+                table = table[:-3] + 'sst'     # the older name
+            problem = _check_table(table)
+            if problem is not None:
+                problems.append(f'LevelDB database {path!r} is damaged: {problem}; {repair}')
+        if problems:
+            return problems
+        try:
+            it = self._snapshot.raw_iterator(verify_checksums=True, fill_cache=False)
+            try:
+                it.seek_to_first()
+                while it.valid():
+                    it.next()
+            finally:
+                it.close()
+        except plyvel.Error as exc:
+            return [f'{_engine_error(path, exc, "reading its table files")}; {repair}']
+        return []
 
     def _item_chunks(self, lo: bytes | None, hi: bytes | None,
                      reverse: bool) -> Generator[list[Item], None, None]:
@@ -460,12 +599,24 @@ class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
                          values: bool) -> Generator[list[Any], None, None]:
         """With no pending writes: the lists of item_chunks (key_chunks without
         `values`), filled by plyvel's own iterator with no Python step per pair."""
+        snapshot = self._snapshot
         if reverse:
-            pairs = self._snapshot.iterator(stop=hi, reverse=True, include_value=values)
+            pairs = snapshot.iterator(stop=hi, reverse=True, include_value=values)
         else:
-            pairs = self._snapshot.iterator(start=lo, stop=hi, include_value=values)
+            pairs = snapshot.iterator(start=lo, stop=hi, include_value=values)
         try:
-            yield from chunked(pairs, lo, None, reverse, keys=not values)
+            chunk: list[Any] = []
+            for chunk in chunked(pairs, lo, None, reverse, keys=not values):
+                yield chunk
+            if self._state is not _OPEN or self.engine._closed:
+                return      # read ahead, after the transaction ended: no more reads
+            if not chunk:
+                # The transaction's seek iterator checks the status for the
+                # cost of a seek (it makes a raw iterator if it finds no key).
+                self._seek_first(lo, hi, reverse)
+            elif not reverse:
+                _check_skipped(snapshot, pairs, chunk[-1] if not values else chunk[-1][0],
+                               lo, hi, reverse)
         except plyvel.Error as exc:
             raise _engine_error(self.engine.path, exc, 'reading') from exc
         finally:
