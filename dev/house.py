@@ -11,9 +11,8 @@ Prints, from the source text alone (nothing is imported):
 * classes with mixins: classes with two or more bases, leaving out
   exceptions (an error class also deriving from a built-in error is the
   documented errors hierarchy, not a mixin) and ``Protocol``/``Generic``;
-* private names used across modules: each ``obj._name`` whose ``obj`` is
-  not ``self``/``cls``, and each ``from centidb.x import _name``, counted per
-  occurrence (dunder names excluded);
+* private names used across modules, counted as ``dev/private_names.py``
+  counts them (uses of ``_names`` a file does not define);
 * the ``.pxi``/``.pyx`` lines that say ``Mirrors``.
 """
 
@@ -21,6 +20,9 @@ import ast
 import os
 import re
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from private_names import foreign_uses  # noqa: E402
 
 PACKAGE = sys.argv[1] if len(sys.argv) > 1 else os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'centidb')
@@ -73,7 +75,9 @@ def main():
         lines['.pyx/.pxi' if ext in ('.pyx', '.pxi') else ext] += text.count('\n')
     units = {unit(rel) for rel in files if rel.endswith('.py')}
     edges = {u: set() for u in units}
-    mixins, private, trees = [], 0, {}
+    mixins, trees = [], {}
+    private = sum(sum(foreign_uses(os.path.join(PACKAGE, rel)).values())
+                  for rel in files if rel.endswith('.py'))
     for rel, text in files.items():
         if not rel.endswith('.py'):
             continue
@@ -91,15 +95,6 @@ def main():
                 is_error = any(re.search(r'Error|Exception|Warning', b) for b in bases)
                 if len(plain) >= 2 and not is_error:
                     mixins.append(f'{rel}:{node.name}({", ".join(bases)})')
-            elif isinstance(node, ast.Attribute):
-                attr = node.attr
-                if attr.startswith('_') and not attr.startswith('__'):
-                    owner = node.value
-                    if not (isinstance(owner, ast.Name) and owner.id in ('self', 'cls')):
-                        private += 1
-            elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(NAME):
-                private += sum(1 for a in node.names
-                               if a.name.startswith('_') and not a.name.startswith('__'))
     floors, cycles = {}, []
 
     def floor(u, path=()):
