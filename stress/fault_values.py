@@ -488,7 +488,7 @@ def campaign(count: int, seed: int, first: int = 0, until: float | None = None,
             'slowest': (round(slowest[0], 4), slowest[1]), 'peak_mb': _memory_mb()[1]}
 
 
-def _deadline(text: str) -> float:
+def deadline(text: str) -> float:
     """The next ``time.time()`` at UTC time of day `text` (``HH:MM``)."""
     hours, minutes = map(int, text.split(':'))
     now = time.time()
@@ -502,7 +502,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--count', type=int, default=20000)
     parser.add_argument('--seed', type=int, default=1)
     parser.add_argument('--first', type=int, default=0, help='the first case number')
-    parser.add_argument('--until', metavar='HH:MM', type=_deadline,
+    parser.add_argument('--until', metavar='HH:MM', type=deadline,
                         help='start no case after this UTC time')
     parser.add_argument('--report', type=int, default=0, metavar='N',
                         help='a progress line on stderr every N cases')
