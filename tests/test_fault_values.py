@@ -389,6 +389,16 @@ def test_the_value_campaign_runs_clean():
     assert result['cases'] == 120
     assert result['errors'] == []
     assert result['outcomes'].get('stored') and result['outcomes'].get('refused-deep', 0) >= 0
+    assert result['peak_mb'] > 0
+
+
+def test_a_value_campaign_can_start_at_any_case_and_stop_at_a_time():
+    """Case 102909 of seed 1 is the 442-byte record of 88 tuples levels (see
+    test_bytes_that_are_not_utf8_cost_one_pass_at_any_depth)."""
+    result = fault_values.campaign(2, seed=1, first=102908)
+    assert (result['cases'], result['first'], result['errors']) == (2, 102908, [])
+    assert result['outcomes'].get('raw-get-CorruptRecordError') == 1
+    assert fault_values.campaign(5, seed=1, until=0.0)['cases'] == 0
 
 
 def test_crafted_deep_lists_are_refused_when_read():
