@@ -32,7 +32,7 @@ cdef class MsgpackDecode:
 
 
 cdef object _not_utf8(exc):
-    """Mirrors centidb.encodings._not_utf8."""
+    """Mirrors the ValueError of centidb.encodings.msgpack_decoder for bytes not UTF-8."""
     return ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}')
 
 

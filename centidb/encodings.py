@@ -496,16 +496,6 @@ def _too_deep_stored() -> ValueError:
                       f'{MAX_DEPTH} levels deep (centidb.encodings.MAX_DEPTH)')
 
 
-def _not_utf8(exc: UnicodeDecodeError) -> ValueError:
-    """The error for a msgpack ``str`` whose bytes are not UTF-8, lone surrogates allowed.
-
-    A ``ValueError``, not a ``UnicodeDecodeError``: the decoder of each
-    enclosing tuple retries its payload on the latter, which made the work
-    grow threefold per level.
-    """
-    return ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}')
-
-
 def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes], Any],
                     max_depth: int = 0,
                     too_deep: Callable[[], Exception] | None = None) -> Callable[[bytes], Any]:
@@ -527,12 +517,12 @@ def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes]
         try:
             value = unpackb(data, strict_map_key=False, ext_hook=ext_hook)
         except UnicodeDecodeError:
-            # A lone surrogate (or bad bytes); the strict first try costs less.
+            # A lone surrogate, or bad bytes: ValueError, as enclosing tuples retry on this.
             try:
                 value = unpackb(data, strict_map_key=False, ext_hook=ext_hook,
                                 unicode_errors='surrogatepass')
             except UnicodeDecodeError as exc:
-                raise _not_utf8(exc) from None
+                raise ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}') from None
         if (max_depth > 0 and len(data) > max_depth
                 and len(bytes(data).translate(None, _OTHER_BYTES)) > max_depth
                 and isinstance(value, _CONTAINERS)):
