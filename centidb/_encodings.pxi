@@ -18,14 +18,22 @@ cdef class MsgpackDecode:
         try:
             value = self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook)
         except UnicodeDecodeError:
-            value = self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook,
-                                 unicode_errors='surrogatepass')
+            try:
+                value = self.unpackb(data, strict_map_key=False, ext_hook=self.ext_hook,
+                                     unicode_errors='surrogatepass')
+            except UnicodeDecodeError as exc:
+                raise _not_utf8(exc) from None
         if self.max_depth > 0 and _is_container(value) and _may_nest_deeper(data, self.max_depth):
             _check_nested(value, self.max_depth, self.too_deep)
         return value
 
     def __call__(self, data):
         return self.run(data)
+
+
+cdef object _not_utf8(exc):
+    """Mirrors the ValueError of centidb.encodings.msgpack_decoder for bytes not UTF-8."""
+    return ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}')
 
 
 cdef bint _may_nest_deeper(data, int max_depth) except -1:

@@ -512,9 +512,12 @@ def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes]
         try:
             value = unpackb(data, strict_map_key=False, ext_hook=ext_hook)
         except UnicodeDecodeError:
-            # A lone surrogate (or bad bytes); the strict first try costs less.
-            value = unpackb(data, strict_map_key=False, ext_hook=ext_hook,
-                            unicode_errors='surrogatepass')
+            # A lone surrogate, or bad bytes: ValueError, as enclosing tuples retry on this.
+            try:
+                value = unpackb(data, strict_map_key=False, ext_hook=ext_hook,
+                                unicode_errors='surrogatepass')
+            except UnicodeDecodeError as exc:
+                raise ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}') from None
         if (max_depth > 0 and len(data) > max_depth
                 and len(bytes(data).translate(None, _OTHER_BYTES)) > max_depth
                 and isinstance(value, _CONTAINERS)):

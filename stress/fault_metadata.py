@@ -2,7 +2,8 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python stress/fault_metadata.py [--count 20000] [--seed 1]
+    .venv/bin/python stress/fault_metadata.py [--count 20000] [--seed 1] [--parses 20]
+        [--until HH:MM]
 
 Each case copies a small store (collections with and without key
 functions, indexes, a unique index, a zlib collection, a batched one,
@@ -10,7 +11,7 @@ counters) into a fresh engine (``MemoryEngine``; every 25th case LMDB),
 changes one to three of its metadata records, and then uses the store as a
 program and the command line would: it opens the store, lists, opens and
 reads every collection, runs ``verify()``, reads the catalog as the CLI does
-(``cli_common.read_metadata``), creates a collection with an index and
+(``catalog.read_metadata``), creates a collection with an index and
 writes to it, and runs ``verify()`` again.
 
 Each case also hands 20 more mutated records straight to the parser
@@ -47,6 +48,7 @@ import functools
 import json
 import os
 import random
+import resource
 import shutil
 import sys
 import tempfile
@@ -59,10 +61,11 @@ if __name__ == '__main__':
 
 import centidb  # noqa: E402
 from centidb import encodings, keylib, metarecords  # noqa: E402
-from centidb.cli_common import read_metadata  # noqa: E402
+from centidb.catalog import read_metadata  # noqa: E402
 from centidb.engines import Engine, MemoryEngine  # noqa: E402
 from centidb.engines.lmdb import LmdbEngine  # noqa: E402
 from centidb.errors import CentiError  # noqa: E402
+from fault_values import deadline  # noqa: E402
 
 __all__ = ['campaign', 'base_store', 'mutate', 'given_mutation', 'run_case', 'exercise',
            'parse_directly', 'Mutation']
@@ -540,25 +543,32 @@ def run_case(items: list[tuple[bytes, bytes]], expected: Expected, mutations: li
         engine.close()
 
 
-def campaign(count: int, seed: int) -> dict[str, Any]:
+def campaign(count: int, seed: int, until: float | None = None,
+             parses: int = PARSES_PER_CASE) -> dict[str, Any]:
     """Run `count` seeded cases; see the module doc.
 
     :param count: how many damaged stores to try.
     :param seed: the seed; a case is reproducible from (seed, case number).
+    :param until: a ``time.time()`` after which no case starts (None: no
+        limit); ``'cases'`` then says how many ran.
+    :param parses: records handed straight to the parser per case.
     :returns: ``{'cases', 'mutations', 'parsed', 'records', 'lmdb_cases',
         'errors', 'seconds'}``: ``'mutations'`` records changed in stores,
         ``'parsed'`` records handed straight to the parser
-        (:data:`PARSES_PER_CASE` per case), ``'records'`` both, and
+        (`parses` per case), ``'records'`` both, and
         ``'errors'`` a description of every finding.
     """
     started = time.monotonic()
     items, expected = base_store()
     errors: list[str] = []
-    mutations_done = lmdb_cases = parsed = 0
+    mutations_done = lmdb_cases = parsed = done = 0
     meta = {k: v for k, v in items if k[:1] == keylib.packs(0)}
     tmp = tempfile.mkdtemp(prefix='centidb-fault-metadata-')
     try:
         for case, mutations in _cases(count, seed, items):
+            if until is not None and time.time() > until:
+                break
+            done += 1
             engine = _engine(case, tmp)
             lmdb_cases += isinstance(engine, LmdbEngine)
             mutations_done += len(mutations)
@@ -567,11 +577,11 @@ def campaign(count: int, seed: int) -> dict[str, Any]:
             if isinstance(engine, LmdbEngine):
                 shutil.rmtree(os.path.join(tmp, f'case{case}'), ignore_errors=True)
             rng = random.Random(seed * 1_000_003 + case + 0x5EED)
-            errors += parse_directly(rng, meta, PARSES_PER_CASE, f'seed {seed} case {case}')
-            parsed += PARSES_PER_CASE
+            errors += parse_directly(rng, meta, parses, f'seed {seed} case {case}')
+            parsed += parses
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return {'cases': count, 'mutations': mutations_done, 'parsed': parsed,
+    return {'cases': done, 'mutations': mutations_done, 'parsed': parsed,
             'records': mutations_done + parsed, 'lmdb_cases': lmdb_cases,
             'errors': errors, 'seconds': round(time.monotonic() - started, 1)}
 
@@ -581,12 +591,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--count', type=int, default=20000, help='cases to run')
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--until', metavar='HH:MM', type=deadline,
+                        help='start no case after this UTC time')
+    parser.add_argument('--parses', type=int, default=PARSES_PER_CASE, metavar='N',
+                        help='records handed straight to the parser per case')
     args = parser.parse_args(argv)
-    result = campaign(args.count, args.seed)
+    result = campaign(args.count, args.seed, args.until, args.parses)
     print(f"metadata: {result['cases']} cases ({result['lmdb_cases']} on LMDB), "
           f"{result['mutations']} records changed in stores, {result['parsed']} parsed "
           f"directly, {len(result['errors'])} errors, "
-          f"{result['seconds']} s")
+          f"{result['seconds']} s, peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10} MB "
+          f"resident")
     for line in result['errors'][:50]:
         print('  ' + line)
     return 1 if result['errors'] else 0

@@ -2,7 +2,8 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python stress/fault_values.py [--count 20000] [--seed 1]
+    .venv/bin/python stress/fault_values.py [--count 20000] [--seed 1] [--first 0]
+        [--until HH:MM] [--report 10000] [--max-memory 4096]
 
 or, from another program (``stress/faults.py`` runs it as ``values``)::
 
@@ -27,7 +28,16 @@ one of:
   compressed payloads, compression bombs; a random header byte) are written
   under a record key with the engine, then read by ``get()`` and a scan.
   Every read must return a value or raise a ``centidb.errors`` exception.
-  Every 500 cases ``verify()`` runs over what is stored and must return.
+  Every 500 cases ``verify()`` runs over what is stored (the last 100 of
+  every 50th raw record stay stored for it) and must return.
+
+A case is reproducible from the seed and its number alone, so a long run can
+be split: ``--first`` starts at another case number, ``--until`` stops
+before the first case that would start after a UTC time of day. Every
+``--report`` cases a progress line (cases, resident and peak memory) goes to
+stderr. The command line caps the process's address space (``--max-memory``
+MB), so a case that runs away with memory fails as ``MemoryError`` naming
+its number, not the machine.
 
 Everything else (another exception, a wrong value, an accepted value that
 should have been refused or the reverse) is an error, listed with the case
@@ -43,6 +53,7 @@ import decimal
 import json
 import math
 import random
+import resource
 import sys
 import time
 import uuid
@@ -397,8 +408,8 @@ class _Run:
                 self.note('verify-ok')
             except Exception as exc:
                 self.error(case, 'raw', f'verify raised {type(exc).__name__}: {exc}', '')
-        if case % 50 == 0:
-            # Every 50th record stays for verify(); only the last KEPT_RAW,
+        if case % 100 == 1:
+            # Every 50th raw record stays for verify(); only the last KEPT_RAW,
             # so memory and verify()'s work stay bounded in a long run.
             self.kept.append(key_bytes)
             if len(self.kept) <= KEPT_RAW:
@@ -424,21 +435,36 @@ def _shown(value: Any, limit: int = 200) -> str:
     return text if len(text) <= limit else text[:limit - 3] + '...'
 
 
-def campaign(count: int, seed: int) -> dict[str, Any]:
-    """Run `count` seeded cases (half values, half raw bytes) in this process.
+def _memory_mb() -> tuple[int, int]:
+    """This process's resident and peak resident memory, in MB."""
+    with open('/proc/self/statm') as statm:
+        resident = int(statm.read().split()[1]) * resource.getpagesize()
+    return resident >> 20, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10
+
+
+def campaign(count: int, seed: int, first: int = 0, until: float | None = None,
+             report: int = 0) -> dict[str, Any]:
+    """Run seeded cases `first` to ``first + count - 1`` (half values, half raw bytes).
 
     :param count: how many cases.
-    :param seed: the seed; the same seed and count give the same inputs.
-    :returns: a ``dict``: ``'cases'`` (run), ``'errors'`` (a ``list`` of
-        ``str``, one per wrong outcome: empty when all is well),
-        ``'outcomes'`` (how many of each outcome), ``'impl'``, ``'seconds'``
-        and ``'slowest'`` (the slowest case's seconds and number).
+    :param seed: the seed; a case's inputs depend on the seed and its number only.
+    :param first: the first case's number.
+    :param until: a ``time.time()`` after which no case starts (None: no limit).
+    :param report: print a progress line to stderr every this many cases (0: none).
+    :returns: a ``dict``: ``'cases'`` (run), ``'first'``, ``'errors'`` (a
+        ``list`` of ``str``, one per wrong outcome: empty when all is well),
+        ``'outcomes'`` (how many of each outcome), ``'impl'``, ``'seconds'``,
+        ``'slowest'`` (the slowest case's seconds and number) and
+        ``'peak_mb'`` (the process's peak resident memory).
     """
     run = _Run(seed)
     started = time.perf_counter()
     slowest = (0.0, -1)
+    done = 0
     try:
-        for case in range(count):
+        for case in range(first, first + count):
+            if until is not None and time.time() > until:
+                break
             rng = random.Random(f'{seed}:{case}')
             began = time.perf_counter()
             if case % 2:
@@ -448,21 +474,48 @@ def campaign(count: int, seed: int) -> dict[str, Any]:
             spent = time.perf_counter() - began
             if spent > slowest[0]:
                 slowest = (spent, case)
+            done += 1
+            if report and done % report == 0:
+                resident, peak = _memory_mb()
+                print(f'values: {done} cases (to {case}), {len(run.errors)} errors, '
+                      f'{resident} MB resident, peak {peak} MB, '
+                      f'{time.perf_counter() - started:.0f} s', file=sys.stderr, flush=True)
     finally:
         run.close()
-    return {'cases': count, 'errors': run.errors, 'outcomes': dict(sorted(run.outcomes.items())),
+    return {'cases': done, 'first': first, 'errors': run.errors,
+            'outcomes': dict(sorted(run.outcomes.items())),
             'impl': impl.IMPL, 'seconds': round(time.perf_counter() - started, 2),
-            'slowest': (round(slowest[0], 4), slowest[1])}
+            'slowest': (round(slowest[0], 4), slowest[1]), 'peak_mb': _memory_mb()[1]}
+
+
+def deadline(text: str) -> float:
+    """The next ``time.time()`` at UTC time of day `text` (``HH:MM``)."""
+    hours, minutes = map(int, text.split(':'))
+    now = time.time()
+    midnight = now - now % 86400
+    moment = midnight + hours * 3600 + minutes * 60
+    return moment if moment > now else moment + 86400
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
     parser.add_argument('--count', type=int, default=20000)
     parser.add_argument('--seed', type=int, default=1)
+    parser.add_argument('--first', type=int, default=0, help='the first case number')
+    parser.add_argument('--until', metavar='HH:MM', type=deadline,
+                        help='start no case after this UTC time')
+    parser.add_argument('--report', type=int, default=0, metavar='N',
+                        help='a progress line on stderr every N cases')
+    parser.add_argument('--max-memory', type=int, default=4096, metavar='MB',
+                        help='cap on the address space (0: none)')
     args = parser.parse_args(argv)
-    result = campaign(args.count, args.seed)
-    print(f"{result['cases']} cases in {result['seconds']} s ({result['impl']}); "
-          f"slowest case {result['slowest'][1]}: {result['slowest'][0]} s")
+    if args.max_memory:
+        limit = args.max_memory << 20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    result = campaign(args.count, args.seed, args.first, args.until, args.report)
+    print(f"{result['cases']} cases from {result['first']} (seed {args.seed}) in "
+          f"{result['seconds']} s ({result['impl']}); slowest case {result['slowest'][1]}: "
+          f"{result['slowest'][0]} s; peak {result['peak_mb']} MB resident")
     for outcome, number in result['outcomes'].items():
         print(f'  {outcome}: {number}')
     print(f"{len(result['errors'])} errors")

@@ -91,6 +91,12 @@ def test_the_seeded_campaign_finds_nothing():
     assert result['errors'] == []
 
 
+def test_a_campaign_is_bounded_by_a_time_and_parses_as_told():
+    result = fault_metadata.campaign(5, seed=11, parses=3)
+    assert result['cases'] == 5 and result['parsed'] == 15
+    assert fault_metadata.campaign(5, seed=11, until=0.0)['cases'] == 0
+
+
 def test_the_campaign_reports_what_escapes(monkeypatch):
     """The checks can fail: a parser that lets a bare error out is reported."""
     def broken(key, value):

@@ -7,6 +7,7 @@ wrong type given to ``put()``): never a crash, a hang or a bare Python error.
 """
 
 import threading
+import tracemalloc
 import zlib
 
 import msgpack
@@ -388,6 +389,16 @@ def test_the_value_campaign_runs_clean():
     assert result['cases'] == 120
     assert result['errors'] == []
     assert result['outcomes'].get('stored') and result['outcomes'].get('refused-deep', 0) >= 0
+    assert result['peak_mb'] > 0
+
+
+def test_a_value_campaign_can_start_at_any_case_and_stop_at_a_time():
+    """Case 102909 of seed 1 is the 442-byte record of 88 tuples levels (see
+    test_bytes_that_are_not_utf8_cost_one_pass_at_any_depth)."""
+    result = fault_values.campaign(2, seed=1, first=102908)
+    assert (result['cases'], result['first'], result['errors']) == (2, 102908, [])
+    assert result['outcomes'].get('raw-get-CorruptRecordError') == 1
+    assert fault_values.campaign(5, seed=1, until=0.0)['cases'] == 0
 
 
 def test_crafted_deep_lists_are_refused_when_read():
@@ -411,3 +422,62 @@ def test_crafted_deep_lists_are_refused_when_read():
         coll.get(1)
     wide = {f'k{i}': [[i]] for i in range(300)}          # many containers, shallow
     assert decode(encodings.make_msgpack_encoder().encode(wide)) == wide
+
+
+def invalid_utf8_in_tuples(depth):
+    """msgpack bytes of a ``str`` holding a byte no UTF-8 decoder takes
+    (0xff, refused with lone surrogates allowed too), inside `depth` tuples."""
+    return crafted_tuples_around(depth, b'\xa1\xff')
+
+
+def crafted_tuples_around(depth, inner):
+    """`inner` msgpack bytes inside `depth` tuples (extension type 1), by hand."""
+    data = inner
+    for _ in range(depth):
+        size = len(data)
+        header = (b'\xc7' + bytes([size]) + b'\x01' if size < 256 else
+                  b'\xc8' + size.to_bytes(2, 'big') + b'\x01')
+        data = b'\x91' + header + data
+    return data
+
+
+def decode_peak(data):
+    """The error `data` raises in the msgpack decoder, and the peak of memory
+    traced meanwhile, in bytes."""
+    decode = encodings.make_msgpack_encoder().decode
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            decode(data)
+        return info.value, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_bytes_that_are_not_utf8_cost_one_pass_at_any_depth():
+    """A str whose bytes are not UTF-8, inside nested tuples: each level used
+    to retry its payload with lone surrogates allowed, so the work tripled
+    per level (9 levels: 88 MB traced; a 442-byte record of 88 levels,
+    found by stress/fault_values.py, ran out of memory). Now the error is
+    raised once, and memory grows only with the depth."""
+    error, peak = decode_peak(invalid_utf8_in_tuples(9))
+    assert peak < 4 * 1024 * 1024, f'decoding 9 levels peaked at {peak} bytes'
+    assert "can't decode byte 0xff" in str(error)
+    assert not isinstance(error, UnicodeDecodeError)     # outer levels must not retry
+    error, peak = decode_peak(invalid_utf8_in_tuples(MAX))    # each level's parser: ~45 KB
+    assert peak < 16 * 1024 * 1024, f'decoding {MAX} levels peaked at {peak} bytes'
+
+
+def test_a_record_of_bytes_not_utf8_deep_in_tuples_is_corrupt():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c')
+    plain = bytes([store._catalog.encoder_id(encodings.PLAIN_PACKER)])
+    store_raw(store, coll, 1, plain + invalid_utf8_in_tuples(MAX - 1))
+    with pytest.raises(CorruptRecordError, match='not UTF-8'):
+        coll.get(1)
+    with pytest.raises(CorruptRecordError, match='not UTF-8'):
+        list(coll.items())
+    surrogate = encodings.make_msgpack_encoder().encode(nested_tuples(MAX - 1, '\ud800x'))
+    store_raw(store, coll, 2, plain + surrogate)          # a lone surrogate still reads
+    assert coll.get(2) == nested_tuples(MAX - 1, '\ud800x')
+    store.close()
