@@ -365,6 +365,7 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         if packer is None:
             return self._records.put(txn, etxn, rec, key, blind)
         header = bytes([self._catalog.encoder_id(packer)])
+        packer = self._catalog.packer_for(packer)
         new = self._new_packer(packer)
         record = self._records.put(txn, etxn, rec, key, blind, packer, header)
         if new:
