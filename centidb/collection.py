@@ -384,6 +384,9 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         :returns: the deleted :class:`Record`, or ``None`` if there was no
             such record.
         :raises ValueError: for a :class:`Record` that was never stored.
+        :raises ~centidb.errors.CorruptRecordError: if the stored record
+            cannot be decoded; the message names the
+            :meth:`~centidb.store.Store.remove_record` call that deletes it.
         :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
             added in this session.
         :raises TypeError: if `txn` is not a transaction of this store.

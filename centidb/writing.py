@@ -24,7 +24,9 @@ from centidb.batches import BatchView
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
 from centidb.engines.base import ItemIterator
-from centidb.errors import IndexNotAddedError, KeyKindMismatchError, UniqueError
+from centidb.errors import (
+    CorruptRecordError, IndexNotAddedError, KeyKindMismatchError, UniqueError,
+)
 from centidb.keylib import Key
 from centidb.limits import check_value_size
 from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key
@@ -447,11 +449,15 @@ class RecordWrites:
                 continue
             seen.add(key_bytes)
             plain = etxn.get(key_bytes)
-            old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
-            if old is None:
-                deleted.append(None)
-                continue
-            data = self.decoded(key_bytes, old)
+            try:
+                old = plain if plain is not None or not self.batched else self.view.get(
+                    etxn, key_bytes)
+                if old is None:
+                    deleted.append(None)
+                    continue
+                data = self.decoded(key_bytes, old)
+            except CorruptRecordError as exc:
+                raise self.undecodable(exc, key, plain is None) from exc
             entries = self.entries(data, self.entry_tail(key_bytes))
             doomed.append((key_bytes, plain is None, tuple(entries)))   # untracked by gc
             deleted.append(records.Record(self.coll, data, key))
@@ -470,6 +476,19 @@ class RecordWrites:
             txn.changes += [Change(self.name, key, None) for key in gone]
         return deleted
 
+    def undecodable(self, exc: CorruptRecordError, key: Key,
+                    in_batch: bool) -> CorruptRecordError:
+        """`exc`, raised reading the record under `key` to delete it, naming the way out.
+
+        :param exc: the error decoding the record (or its batch) raised.
+        :param key: the record's key tuple.
+        :param in_batch: true if the record is stored in a batch.
+        """
+        call = f'store.remove_record({self.name!r}, {key!r}'
+        call += ', whole_batch=True), which deletes its whole batch' if in_batch else ')'
+        return type(exc)(f'{exc}; deleting a record decodes it to find its index '
+                         f'entries: to delete it as it is stored, call {call}')
+
     def delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
         """Delete the record under the key tuple `key` and its index entries.
 
@@ -481,10 +500,13 @@ class RecordWrites:
         self.check_writable()
         key_bytes = keylib.packs(key, self.prefix)
         plain = etxn.get(key_bytes)
-        old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
-        if old is None:
-            return None
-        data = self.decoded(key_bytes, old)
+        try:
+            old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
+            if old is None:
+                return None
+            data = self.decoded(key_bytes, old)
+        except CorruptRecordError as exc:
+            raise self.undecodable(exc, key, plain is None) from exc
         entries = self.entries(data, self.entry_tail(key_bytes))
         for hook in self.before_write:
             hook(key, None)
