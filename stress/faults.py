@@ -38,12 +38,16 @@ Campaigns (all of them when none is named):
     damaged values).
 ``values``, ``metadata``
     ``campaign(count, seed)`` of ``stress/fault_values.py`` and
-    ``stress/fault_metadata.py``: hypothesis over values and raw stored
-    bytes, and over metadata records.
+    ``stress/fault_metadata.py`` (seeded fuzzing of values and raw stored
+    bytes, and of metadata records), run once per implementation, each in
+    a child process (``CENTIDB_NO_SPEEDUPS=1``, then
+    ``CENTIDB_REQUIRE_SPEEDUPS=1``) with its address space capped at
+    ``CHILD_MEMORY_MB``. Figures are reported per implementation; a child
+    that crashes or runs in the other implementation is a failure.
 
-The default is a short run (about a minute); ``--long`` is the full
-campaign: at least 500 disk-full trials per engine, 2,000 damage cases
-per engine and implementation, 500,000 fuzzed values, and 25,000 metadata
+The default is a short run (a few minutes); ``--long`` is the full
+campaign: at least 500 disk-full trials per engine, and per implementation
+2,000 damage cases per engine, 500,000 fuzzed values, and 25,000 metadata
 cases (each changes stored metadata records and hands 20 more straight to
 the parser: over 500,000 records). Exits 1 if any campaign found a failure.
 """
@@ -72,9 +76,19 @@ if ROOT not in sys.path:
 ENGINES = ('lmdb', 'leveldb')
 IMPLS = {'pure': 'CENTIDB_NO_SPEEDUPS', 'compiled': 'CENTIDB_REQUIRE_SPEEDUPS'}
 
-#: Trials and cases: short (CI and the default) and ``--long``.
-SHORT = {'diskfull': 12, 'damage': 60, 'values': 2000, 'metadata': 2000}
+#: Trials and cases (damage, values and metadata: per implementation): short
+#: (the default) and ``--long``.
+SHORT = {'diskfull': 12, 'damage': 60, 'values': 1000, 'metadata': 1000}
 LONG = {'diskfull': 500, 'damage': 2000, 'values': 500_000, 'metadata': 25_000}
+
+
+def impl_env(impl: str) -> dict[str, str]:
+    """This process's environment, with the variable that picks implementation `impl`."""
+    env = dict(os.environ)
+    for name in IMPLS.values():
+        env.pop(name, None)
+    env[IMPLS[impl]] = '1'
+    return env
 
 
 # --- the store both campaigns use ----------------------------------------------
@@ -559,10 +573,7 @@ class _Reader:
     """A damage_reader child process, restarted after a crash or a hang."""
 
     def __init__(self, impl: str) -> None:
-        self.env = dict(os.environ)
-        for name in IMPLS.values():
-            self.env.pop(name, None)
-        self.env[IMPLS[impl]] = '1'
+        self.env = impl_env(impl)
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> subprocess.Popen[str]:
@@ -675,19 +686,71 @@ def _count(figures: dict, engine: str, impl: str, case: dict, result: dict,
 
 # --- the campaigns of other modules --------------------------------------------------
 
-def external(name: str, count: int, seed: int) -> dict:
-    """Run ``campaign(count, seed)`` of ``stress/fault_<name>.py``, if it is present."""
+#: The address space (MB) of a ``values`` or ``metadata`` child, as
+#: ``stress/fault_values.py``'s ``--max-memory``: a case that runs away with
+#: memory fails as ``MemoryError``, not the machine.
+CHILD_MEMORY_MB = 4096
+
+
+def campaign_child(args: list[str]) -> None:
+    """The child of :func:`external`: run ``campaign(count, seed)`` of module ``fault_<name>``.
+
+    `args` are the name, the count and the seed. Prints the result as one
+    JSON line, with ``'impl'`` set to the implementation that ran.
+    """
+    name, count, seed = args[0], int(args[1]), int(args[2])
+    limit = CHILD_MEMORY_MB << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
-    try:
-        module = importlib.import_module(f'fault_{name}')
-    except ModuleNotFoundError as exc:
-        if exc.name != f'fault_{name}':
-            raise
+    from centidb import impl
+    result = importlib.import_module(f'fault_{name}').campaign(count, seed)
+    result['impl'] = {'speedups': 'compiled', 'python': 'pure'}.get(impl.IMPL, impl.IMPL)
+    result.setdefault('peak_mb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)
+    sys.stdout.write(json.dumps(result) + '\n')
+
+
+def external(name: str, count: int, seed: int, impls: tuple[str, ...] = tuple(IMPLS),
+             log: Callable[[str], object] = print) -> dict:
+    """Run ``campaign(count, seed)`` of ``stress/fault_<name>.py`` once per implementation.
+
+    Each run is a child process (with ``CENTIDB_NO_SPEEDUPS=1``, then
+    ``CENTIDB_REQUIRE_SPEEDUPS=1``), so a crash is a finding, not the end of
+    the driver. Returns each implementation's figures under its name
+    (``'pure'``, ``'compiled'``), the ``'cases'`` of all, and ``'errors'``
+    prefixed with the implementation; a campaign module that is not present
+    gives ``{'cases': 0, 'errors': [], 'note': 'not present'}``.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    if not os.path.exists(os.path.join(here, f'fault_{name}.py')):
         return {'cases': 0, 'errors': [], 'note': 'not present'}
-    result: dict = module.campaign(count, seed)
-    return result
+    total: dict[str, Any] = {'cases': 0, 'errors': []}
+    for impl in impls:
+        child = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), '--campaign-child', name,
+             str(count), str(seed)],
+            capture_output=True, text=True, env=impl_env(impl), cwd=ROOT)
+        lines = child.stdout.strip().splitlines()
+        figures: dict[str, Any]
+        try:
+            figures = json.loads(lines[-1]) if child.returncode == 0 else {}
+        except (IndexError, json.JSONDecodeError):
+            figures = {}
+        if not figures:
+            tail = (child.stderr.strip().splitlines() or [''])[-1]
+            figures = {'cases': 0, 'errors': [f'the child exited {child.returncode}: {tail}']}
+        elif figures.get('impl') != impl:
+            figures['errors'].append(f"ran in the {figures.get('impl')} implementation")
+        errors = figures.pop('errors')
+        total['errors'] += [f'{impl}: {error}' for error in errors]
+        total['cases'] += figures['cases']
+        total[impl] = figures
+        log(f'{name} {impl}: {figures["cases"]} cases, {len(errors)} errors, '
+            + ', '.join(f'{k} {json.dumps(v)}' for k, v in figures.items()
+                        if k not in ('cases', 'impl')))
+    total['errors'] = total['errors'][:50]
+    return total
 
 
 def failures(name: str, figures: dict) -> int:
@@ -737,6 +800,8 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--diskfull-child']:
         diskfull_child(sys.argv[2:])
+    elif sys.argv[1:2] == ['--campaign-child']:
+        campaign_child(sys.argv[2:])
     elif sys.argv[1:2] == ['--damage-reader']:
         damage_reader()
     else:

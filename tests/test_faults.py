@@ -419,3 +419,25 @@ def test_damaged_lmdb_meta_transaction_id_is_refused(tmp_path):
     for copy, line in zip(copies, lines[1:]):
         assert line.startswith('centidb.errors DatabaseCorruptError'), (copy, line)
         assert 'transaction ids' in line
+
+
+@pytest.mark.parametrize('name', ['values', 'metadata'])
+def test_fuzz_campaigns_run_in_each_implementation(name):
+    """``values`` and ``metadata`` run once per implementation, each in a child process."""
+    figures = faults.external(name, 2, 3, log=lambda line: None)
+    assert figures['errors'] == []
+    for impl in faults.IMPLS:
+        assert figures[impl]['impl'] == impl
+        assert figures[impl]['cases'] == 2
+    assert figures['cases'] == 2 * len(faults.IMPLS)
+
+
+def test_a_fuzz_child_that_dies_is_a_failure(monkeypatch):
+    def dead(args, **kwargs):
+        return subprocess.CompletedProcess(args, -11, '', 'Fatal Python error: Segmentation fault')
+
+    monkeypatch.setattr(faults.subprocess, 'run', dead)
+    figures = faults.external('values', 2, 3, impls=('pure',), log=lambda line: None)
+    assert figures['errors'] == [
+        'pure: the child exited -11: Fatal Python error: Segmentation fault']
+    assert faults.failures('values', figures) == 1
