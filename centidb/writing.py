@@ -34,7 +34,7 @@ from centidb.savepoint import Savepoint
 from centidb.txn import Change, Transaction
 
 __all__ = ['BoundIndex', 'KeySource', 'Writer', 'ReportingWriter', 'RecordWrites',
-           'delete_prefix']
+           'delete_prefix', 'read_doomed']
 
 _EMPTY = b''
 
@@ -448,18 +448,13 @@ class RecordWrites:
                 deleted.append(None)
                 continue
             seen.add(key_bytes)
-            plain = etxn.get(key_bytes)
-            try:
-                old = plain if plain is not None or not self.batched else self.view.get(
-                    etxn, key_bytes)
-                if old is None:
-                    deleted.append(None)
-                    continue
-                data = self.decoded(key_bytes, old)
-            except CorruptRecordError as exc:
-                raise self.undecodable(exc, key, plain is None) from exc
+            found = read_doomed(self, etxn, key_bytes, key)
+            if found is None:
+                deleted.append(None)
+                continue
+            in_batch, data = found
             entries = self.entries(data, self.entry_tail(key_bytes))
-            doomed.append((key_bytes, plain is None, tuple(entries)))   # untracked by gc
+            doomed.append((key_bytes, in_batch, tuple(entries)))   # untracked by gc
             deleted.append(records.Record(self.coll, data, key))
         gone = [key for key, rec in zip(keys, deleted) if rec is not None]
         for hook in self.before_write:
@@ -476,19 +471,6 @@ class RecordWrites:
             txn.changes += [Change(self.name, key, None) for key in gone]
         return deleted
 
-    def undecodable(self, exc: CorruptRecordError, key: Key,
-                    in_batch: bool) -> CorruptRecordError:
-        """`exc`, raised reading the record under `key` to delete it, naming the way out.
-
-        :param exc: the error decoding the record (or its batch) raised.
-        :param key: the record's key tuple.
-        :param in_batch: true if the record is stored in a batch.
-        """
-        call = f'store.remove_record({self.name!r}, {key!r}'
-        call += ', whole_batch=True), which deletes its whole batch' if in_batch else ')'
-        return type(exc)(f'{exc}; deleting a record decodes it to find its index '
-                         f'entries: to delete it as it is stored, call {call}')
-
     def delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
         """Delete the record under the key tuple `key` and its index entries.
 
@@ -499,19 +481,15 @@ class RecordWrites:
         """
         self.check_writable()
         key_bytes = keylib.packs(key, self.prefix)
-        plain = etxn.get(key_bytes)
-        try:
-            old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
-            if old is None:
-                return None
-            data = self.decoded(key_bytes, old)
-        except CorruptRecordError as exc:
-            raise self.undecodable(exc, key, plain is None) from exc
+        found = read_doomed(self, etxn, key_bytes, key)
+        if found is None:
+            return None
+        in_batch, data = found
         entries = self.entries(data, self.entry_tail(key_bytes))
         for hook in self.before_write:
             hook(key, None)
         # Everything that can fail has run: from here on, writes.
-        if plain is None:
+        if in_batch:
             self.view.split(etxn, key_bytes, rejoin=True)
         for entry in entries:
             etxn.delete(entry)
@@ -656,3 +634,27 @@ def delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
     :param prefix: the prefix.
     """
     etxn.delete_range(prefix, keylib.next_prefix(prefix))
+
+
+def read_doomed(writes: RecordWrites, etxn: EngineTransaction, key_bytes: bytes,
+                key: Key) -> tuple[bool, Any] | None:
+    """``(in a batch, value)`` of the record a delete reads, or None if there is none.
+
+    :param writes: the collection's write paths.
+    :param etxn: the write engine transaction.
+    :param key_bytes: the record's engine key.
+    :param key: its key tuple.
+    :raises ~centidb.errors.CorruptRecordError: if the record (or its batch)
+        cannot be decoded; the message names the
+        ``store.remove_record()`` call that deletes it as it is stored.
+    """
+    plain = etxn.get(key_bytes)
+    try:
+        old = (plain if plain is not None or not writes.batched
+               else writes.view.get(etxn, key_bytes))
+        return None if old is None else (plain is None, writes.decoded(key_bytes, old))
+    except CorruptRecordError as exc:
+        call = f'store.remove_record({writes.name!r}, {key!r}'
+        call += ', whole_batch=True), which deletes its whole batch' if plain is None else ')'
+        raise type(exc)(f'{exc}; deleting a record decodes it to find its index '
+                        f'entries: to delete it as it is stored, call {call}') from exc
