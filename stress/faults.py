@@ -2,7 +2,8 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python stress/faults.py [--long] [--seed 1] [--engine E] [--cases N] [CAMPAIGN ...]
+    .venv/bin/python stress/faults.py [--long] [--seed 1] [--engine E] [--cases N]
+        [--overflow] [--check-pages] [CAMPAIGN ...]
 
 Campaigns (all of them when none is named):
 
@@ -35,7 +36,11 @@ Campaigns (all of them when none is named):
     differs from what was stored is counted as ``verify`` when ``verify()``
     reports the damage (an index entry's key: no checksum covers keys) and
     as ``wrong`` when nothing noticed (the stores keep checksums, which catch
-    damaged values).
+    damaged values). The LMDB store holds 8 values in overflow pages, whose
+    sizes random flips seldom hit; ``--overflow`` stores every 5th value
+    at 3 to 30 KB and aims half the flips at the sizes of overflow values
+    (a size grown past its pages makes a read ``SIGBUS``), and
+    ``--check-pages`` opens the LMDB copies with ``check_pages=True``.
 ``values``, ``metadata``
     ``campaign(count, seed)`` of ``stress/fault_values.py`` and
     ``stress/fault_metadata.py`` (seeded fuzzing of values and raw stored
@@ -63,6 +68,7 @@ import resource
 import selectors
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -93,15 +99,18 @@ def impl_env(impl: str) -> dict[str, str]:
 
 # --- the store both campaigns use ----------------------------------------------
 
-def open_store(engine: str, path: str, *, sync: bool = False, create: bool = True) -> Any:
+def open_store(engine: str, path: str, *, sync: bool = False, create: bool = True,
+               check_pages: bool = False) -> Any:
     """Open the campaign's store on `engine` ('lmdb' or 'leveldb') at `path`.
 
     New collections keep checksums (the recommended setup), so a damaged
-    value is an error, not wrong data.
+    value is an error, not wrong data. `check_pages`: LMDB's
+    ``check_pages`` option (read every page in use at open).
     """
     import centidb
     if engine == 'lmdb':
-        store = centidb.open('LmdbEngine', path=path, sync=sync, create_if_missing=create)
+        store = centidb.open('LmdbEngine', path=path, sync=sync, create_if_missing=create,
+                             check_pages=check_pages)
     else:
         store = centidb.open('PlyvelEngine', path=path, create_if_missing=create, sync=sync)
     store.checksums = True
@@ -413,8 +422,12 @@ def _diskfull_batch(batch: list[dict], top: str, mount: str | None,
 DAMAGE_RECORDS = 180
 
 
-def build_damage_store(engine: str, path: str) -> dict:
-    """Write the small store the damage campaign damages; return what it holds."""
+def build_damage_store(engine: str, path: str, overflow: bool = False) -> dict:
+    """Write the small store the damage campaign damages; return what it holds.
+
+    Every 25th record holds 6,000 bytes (in LMDB, a value in overflow
+    pages); with `overflow`, every 5th holds 3 to 30 KB.
+    """
     store = open_store(engine, path)
     docs, marks = collections(store)
     log = store.collection('log')
@@ -426,6 +439,8 @@ def build_damage_store(engine: str, path: str) -> dict:
         with store.begin(write=True) as txn:
             for i in range(part * per_part, (part + 1) * per_part):
                 size = 6000 if i % 25 == 0 else rng.randrange(10, 200)
+                if overflow and i % 5 == 0:
+                    size = rng.randrange(3000, 30_000)
                 docs.put({'id': i, 'n': i, 'grp': i % 7, 'tags': [i % 3, 3 + i % 5],
                           'body': rng.randbytes(size)}, txn=txn)
                 log.put({'level': i % 4, 'text': f'line {i}'}, txn=txn)
@@ -461,9 +476,9 @@ def build_damage_store(engine: str, path: str) -> dict:
         shutil.rmtree(copy)
 
 
-def read_all(engine: str, path: str) -> dict:
+def read_all(engine: str, path: str, check_pages: bool = False) -> dict:
     """Everything the store at `path` holds, read every way, as JSON-able data."""
-    store = open_store(engine, path, create=False)
+    store = open_store(engine, path, create=False, check_pages=check_pages)
     try:
         docs, marks = collections(store)
         log = store.collection('log')
@@ -500,12 +515,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def damage_cases(engine: str, pristine: str, count: int, seed: int) -> list[dict]:
+def damage_cases(engine: str, pristine: str, count: int, seed: int,
+                 overflow: bool = False) -> list[dict]:
     """The damage cases for the store at `pristine`: truncations first, then bit flips.
 
     With `count` at most the number of truncations, a seeded sample of them
     and of flips; else every truncation and the rest flips, spread over the
-    files.
+    files. With `overflow` (LMDB), half the flips hit the size of a leaf
+    node of an overflow value (bits 8 to 31).
     """
     rng = random.Random(f'{seed}-{engine}')
     files = sorted(name for name in os.listdir(pristine)
@@ -528,12 +545,36 @@ def damage_cases(engine: str, pristine: str, count: int, seed: int) -> list[dict
     flippable = [name for name in files if sizes[name]]
     weights = [max(sizes[name], 4096) ** 0.5 for name in flippable]
     cases = list(cuts)
+    if overflow and engine == 'lmdb':
+        nodes = overflow_nodes(os.path.join(pristine, 'data.mdb'))
+        for _ in range(flips // 2):
+            cases.append({'file': 'data.mdb',
+                          'flip': [(rng.choice(nodes) + rng.randrange(1, 4), rng.randrange(8))]})
+        flips -= flips // 2
     for _ in range(flips):
         name = rng.choices(flippable, weights)[0]
         bits = [(rng.randrange(sizes[name]), rng.randrange(8))
                 for _ in range(rng.choice((1, 1, 1, 2, 8)))]
         cases.append({'file': name, 'flip': bits})
     return cases
+
+
+def overflow_nodes(data_file: str, page_size: int = 4096) -> list[int]:
+    """The offsets in LMDB's `data_file` of every leaf node naming an overflow run.
+
+    Live or not: the pages of older commits hold such nodes too.
+    """
+    with open(data_file, 'rb') as f:
+        raw = f.read()
+    found = []
+    for start in range(2 * page_size, len(raw), page_size):
+        flags, lower = struct.unpack_from('<HH', raw, start + 10)
+        if flags & 0x26 != 0x02 or lower > page_size:      # leaf pages only
+            continue
+        for offset in struct.unpack_from(f'<{(lower - 16) // 2}H', raw, start + 16):
+            if offset + 8 <= page_size and raw[start + offset + 4] & 0x01:   # F_BIGDATA
+                found.append(start + offset)
+    return found
 
 
 def apply_damage(case: dict, directory: str) -> None:
@@ -557,9 +598,9 @@ def damage_reader() -> None:
     with ``"data"`` (what was read) when it read everything.
     """
     for line in sys.stdin:
-        engine, path = line.split()
+        engine, path, check = line.split()
         try:
-            data = read_all(engine, path)
+            data = read_all(engine, path, check == '1')
         except Exception as exc:
             outcome = {'outcome': 'error' if is_centidb_error(exc) else 'raw',
                        'error': describe(exc)}
@@ -584,11 +625,11 @@ class _Reader:
                 text=True, env=self.env, cwd=ROOT)
         return self.proc
 
-    def read(self, engine: str, path: str, timeout: float) -> dict:
+    def read(self, engine: str, path: str, timeout: float, check_pages: bool = False) -> dict:
         proc = self.start()
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(f'{engine} {path}\n')
+            proc.stdin.write(f'{engine} {path} {int(check_pages)}\n')
             proc.stdin.flush()
         except BrokenPipeError:
             return self._died()
@@ -628,15 +669,21 @@ DAMAGE_OUTCOMES = ('cases', 'ok', 'error', 'verify', 'wrong', 'raw', 'crash', 'h
 
 def damage(count: int, seed: int, engines: tuple[str, ...] = ENGINES,
            impls: tuple[str, ...] = tuple(IMPLS), timeout: float = 20.0,
-           log: Callable[[str], object] = print) -> dict:
-    """Run `count` damage cases per engine and implementation; return the figures."""
+           log: Callable[[str], object] = print, overflow: bool = False,
+           check_pages: bool = False) -> dict:
+    """Run `count` damage cases per engine and implementation; return the figures.
+
+    `overflow`: more large values, and flips aimed at their sizes (see
+    :func:`damage_cases`); `check_pages`: LMDB stores are opened with
+    ``check_pages=True``.
+    """
     total: dict[str, Any] = {'errors': [], 'error classes': {}}
     with tempfile.TemporaryDirectory(prefix='centidb-damage-') as top:
         for engine in engines:
             pristine = os.path.join(top, f'{engine}-pristine')
-            expected = _plain(build_damage_store(engine, pristine))
+            expected = _plain(build_damage_store(engine, pristine, overflow))
             assert expected['verify'] == [], expected['verify']
-            cases = damage_cases(engine, pristine, count, seed)
+            cases = damage_cases(engine, pristine, count, seed, overflow)
             for impl in impls:
                 figures: dict[str, Any] = dict.fromkeys(DAMAGE_OUTCOMES, 0)
                 figures.update(errors=total['errors'], classes=total['error classes'])
@@ -647,7 +694,7 @@ def damage(count: int, seed: int, engines: tuple[str, ...] = ENGINES,
                         shutil.rmtree(work, ignore_errors=True)
                         shutil.copytree(pristine, work)
                         apply_damage(case, work)
-                        result = reader.read(engine, work, timeout)
+                        result = reader.read(engine, work, timeout, check_pages)
                         _count(figures, engine, impl, case, result, expected)
                 finally:
                     reader.close()
@@ -772,6 +819,11 @@ def main(argv: list[str] | None = None) -> int:
                         help='damage: only this engine (repeatable; default: all)')
     parser.add_argument('--cases', type=int, metavar='N',
                         help='damage: N cases per engine and implementation')
+    parser.add_argument('--overflow', action='store_true',
+                        help='damage: more large values (LMDB overflow pages), and half '
+                             'the flips aimed at their sizes')
+    parser.add_argument('--check-pages', action='store_true',
+                        help="damage: open LMDB stores with check_pages=True")
     args = parser.parse_args(argv)
     names = args.campaigns or ['diskfull', 'damage', 'values', 'metadata']
     sizes = LONG if args.long else SHORT
@@ -784,7 +836,8 @@ def main(argv: list[str] | None = None) -> int:
             figures = diskfull(sizes[name], args.seed)
         elif name == 'damage':
             figures = damage(args.cases or sizes[name], args.seed,
-                             tuple(args.engine or ENGINES))
+                             tuple(args.engine or ENGINES), overflow=args.overflow,
+                             check_pages=args.check_pages)
         else:
             figures = external(name, sizes[name], args.seed)
         bad = failures(name, figures)
