@@ -50,7 +50,7 @@ Campaigns (all of them when none is named):
     ``CHILD_MEMORY_MB``. Figures are reported per implementation; a child
     that crashes or runs in the other implementation is a failure.
 
-The default is a short run (a few minutes); ``--long`` is the full
+The default is a short run (under a minute); ``--long`` is the full
 campaign: at least 500 disk-full trials per engine, and per implementation
 2,000 damage cases per engine, 500,000 fuzzed values, and 25,000 metadata
 cases (each changes stored metadata records and hands 20 more straight to
