@@ -183,6 +183,7 @@ class BulkWrites:
         """
         batches.check_limits(max_recs, max_bytes)
         packer_id = self._catalog.encoder_id(packer)
+        packer = self._catalog.packer_for(packer)
         lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, False)
         return self._txns.run(txn, True, self._batch, lo_bytes, hi_bytes,
                               max_recs or batches.MAX_MEMBERS, max_bytes, packer_id, packer)

@@ -134,6 +134,19 @@ class EncoderRegistry:
             self.add_encoder(encoder)
         return self._encoder_ids[encoder.name]
 
+    def packer_for(self, packer: Encoder) -> Encoder:
+        """The ``Encoder`` that packs and unpacks records named by `packer`'s name.
+
+        For a built-in name, the store's own packer (bounded by its
+        ``max_unpacked_size``), as records with that name in their header
+        are read with it; else `packer`. Call :meth:`encoder_id` first.
+
+        :param packer: an :class:`~centidb.encodings.Encoder`.
+        """
+        if packer.name in self._builtin_names:
+            return self._encoders.get(packer.name, packer)
+        return packer
+
     def encoder(self, name: str) -> Encoder | None:
         """The :class:`~centidb.encodings.Encoder` registered as `name`, or None.
 

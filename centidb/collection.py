@@ -365,6 +365,7 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         if packer is None:
             return self._records.put(txn, etxn, rec, key, blind)
         header = bytes([self._catalog.encoder_id(packer)])
+        packer = self._catalog.packer_for(packer)
         new = self._new_packer(packer)
         record = self._records.put(txn, etxn, rec, key, blind, packer, header)
         if new:
@@ -383,6 +384,9 @@ class Collection(Indexed, Queryable, BulkWrites, CollectionHooks, MappingMethods
         :returns: the deleted :class:`Record`, or ``None`` if there was no
             such record.
         :raises ValueError: for a :class:`Record` that was never stored.
+        :raises ~centidb.errors.CorruptRecordError: if the stored record
+            cannot be decoded; the message names the
+            :meth:`~centidb.store.Store.remove_record` call that deletes it.
         :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
             added in this session.
         :raises TypeError: if `txn` is not a transaction of this store.

@@ -347,33 +347,103 @@ def _make_ext_hook(decode_items: Callable[[bytes], Any] | None) -> Callable[[int
     return ext_hook
 
 
-def _unpack_on_heap(data: bytes, *, strict_map_key: bool, ext_hook: Callable[[int, bytes], Any],
-                    unicode_errors: str | None = None) -> Any:
-    """``msgpack.unpackb`` with its parser state on the heap, not the C stack.
-
-    ``unpackb`` keeps about 40 KB of parser state on the C stack, once per
-    nested call: tuples nested deeper than :data:`_STACKED_LEVELS` are
-    decoded with a ``msgpack.Unpacker`` instead, which keeps it in the
-    object, so no input can overflow a thread's stack.
-    """
-    size = len(data)
-    unpacker = msgpack.Unpacker(strict_map_key=strict_map_key, ext_hook=ext_hook,
-                                unicode_errors=unicode_errors, max_buffer_size=max(size, 1))
-    unpacker.feed(data)
-    try:
-        value = unpacker.unpack()
-    except msgpack.OutOfData:
-        raise ValueError('Unpack failed: incomplete input') from None
-    if unpacker.tell() != size:
-        raise msgpack.ExtraData(value, data[unpacker.tell():])
-    return value
-
-
-# Tuple levels whose payloads are decoded by msgpack.unpackb (five times
-# faster than an Unpacker for a small tuple, but about 45 KB of C stack each);
-# deeper ones use _unpack_on_heap (about 2 KB each). Decoding a value nested
-# MAX_DEPTH deep then fits in a thread with a 320 KB stack.
+# Tuple levels whose payloads are parsed with their tuples decoded inside
+# msgpack.unpackb's call, by the next level's ext_hook (about 45 KB of C
+# stack per level). Deeper levels are parsed with their tuples left as
+# _Pending, which are decoded after unpackb returns (see _deferring_decoder),
+# so at most one such unpackb call is active at a time: a value nested
+# MAX_DEPTH deep decodes in a thread with a 320 KB stack.
 _STACKED_LEVELS = 1
+
+
+class _Pending:
+    """A tuple met while a deferring level was parsed: its payload, until it is decoded."""
+
+    __slots__ = ('data',)
+
+    def __init__(self, data: bytes | None) -> None:
+        self.data = data
+
+
+def _tuple_resolver(decode_items: Callable[[_Pending], Any] | None) -> Callable[[_Pending], Any]:
+    """Decode a :class:`_Pending` tuple of one deferring level, as :func:`_make_ext_hook` does.
+
+    :param decode_items: the level's payload decoder (it takes the payload
+        out of the ``_Pending``); None at ``MAX_DEPTH + 1``.
+    """
+    def resolve(pending: _Pending) -> Any:
+        if decode_items is None:
+            raise ValueError(f'tuples nested more than {MAX_DEPTH} deep '
+                             f'(centidb.encodings.MAX_DEPTH)')
+        items = decode_items(pending)
+        if type(items) is not list:
+            raise ValueError(f'malformed msgpack extension type 1 (tuple): the payload '
+                             f'holds {type(items).__name__!r}, not an array')
+        return tuple(items)
+    return resolve
+
+
+def _defer(code: int, payload: bytes) -> Any:
+    """The ext_hook of a deferring level: a tuple is left as a :class:`_Pending`."""
+    if code != _TUPLE_EXT:
+        return _decode_other_ext(code, payload)
+    return _Pending(payload)
+
+
+def _deferring_decoder(next_level: Callable[[_Pending], Any]) -> Callable[[_Pending], Any]:
+    """The payload decoder of a tuple level deeper than :data:`_STACKED_LEVELS`.
+
+    It takes the payload out of the ``_Pending`` and parses it with its
+    tuples left as new ``_Pending`` objects; then the parser and the payload
+    are let go, and each tuple is decoded by `next_level` and put in place.
+    So a level holds only its decoded items while deeper levels decode:
+    tuples nested deep around large data hold one or two copies of it in
+    all, not two per level.
+    """
+    def decode(pending: _Pending) -> Any:
+        data, pending.data = pending.data, None
+        try:
+            value = _unpackb(data, strict_map_key=False, ext_hook=_defer)
+        except UnicodeDecodeError:
+            try:
+                value = _unpackb(data, strict_map_key=False, ext_hook=_defer,
+                                 unicode_errors='surrogatepass')
+            except UnicodeDecodeError as exc:
+                raise ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}') from None
+        del data
+        return _put_tuples(value, next_level)
+    return decode
+
+
+def _put_tuples(value: Any, resolve: Callable[[_Pending], Any]) -> Any:
+    """`value` with each :class:`_Pending` in it replaced by ``resolve(pending)``.
+
+    Walks lists and dicts (keys too) with a stack of its own: the parsed
+    value may nest deeper than Python recurses.
+    """
+    if type(value) is _Pending:
+        return resolve(value)
+    todo = [value]
+    while todo:
+        item = todo.pop()
+        if type(item) is list:
+            for i, element in enumerate(item):
+                if type(element) is _Pending:
+                    item[i] = resolve(element)
+                elif type(element) is list or type(element) is dict:
+                    todo.append(element)
+        elif type(item) is dict:
+            if any(type(key) is _Pending for key in item):
+                pairs = [(resolve(key) if type(key) is _Pending else key, element)
+                         for key, element in item.items()]
+                item.clear()
+                item.update(pairs)
+            for key, element in item.items():
+                if type(element) is _Pending:
+                    item[key] = resolve(element)
+                elif type(element) is list or type(element) is dict:
+                    todo.append(element)
+    return value
 
 
 def _ext_hooks() -> Callable[[int, bytes], Any]:
@@ -381,12 +451,21 @@ def _ext_hooks() -> Callable[[int, bytes], Any]:
 
     The depth of a tuple is known from the hook that meets it, with no
     counter to keep per thread: each hook decodes a tuple's payload with the
-    next level's hook.
+    next level's hook (deeper than :data:`_STACKED_LEVELS`, once the payload
+    is parsed: see :func:`_deferring_decoder`).
     """
-    hook = _make_ext_hook(None)
-    for level in range(MAX_DEPTH, 0, -1):
-        unpack = _unpackb if level <= _STACKED_LEVELS else _unpack_on_heap
-        hook = _make_ext_hook(msgpack_decoder(unpack, hook))
+    resolve = _tuple_resolver(None)
+    for _ in range(MAX_DEPTH, _STACKED_LEVELS, -1):
+        resolve = _tuple_resolver(_deferring_decoder(resolve))
+    first_deferred = resolve
+
+    def deferring_hook(code: int, data: bytes) -> Any:
+        if code != _TUPLE_EXT:
+            return _decode_other_ext(code, data)
+        return first_deferred(_Pending(data))
+    hook: Callable[[int, bytes], Any] = deferring_hook
+    for _ in range(_STACKED_LEVELS, 0, -1):
+        hook = _make_ext_hook(msgpack_decoder(_unpackb, hook))
     return hook
 
 

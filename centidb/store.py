@@ -53,7 +53,6 @@ _Self = TypeVar('_Self', bound='Store')
 _R = TypeVar('_R')
 
 # The names the store keeps its own built-in encoders and packers under.
-_BUILTIN_NAMES = frozenset(encoder.name for encoder in encodings.BUILTIN_ENCODERS)
 
 # A collection's stored metadata and its index ids (name -> prefix id).
 _Stored = Tuple[CollectionInfo, Dict[str, int]]
@@ -354,9 +353,7 @@ class Store(CollectionAdmin, StoreHooks):
             raise _packer_mismatch(name, info['packer'], packer.name)
         self._catalog.encoder_id(encoder)
         self._catalog.encoder_id(packer)
-        if packer.name in _BUILTIN_NAMES:
-            # This store's own, which packs and unpacks within its max_unpacked_size.
-            packer = self._catalog.encoder(packer.name) or packer
+        packer = self._catalog.packer_for(packer)
         return Collection(self, self._txns, self._catalog, name, info, key_func,
                           txn_key_func, encoder, packer, index_ids)
 

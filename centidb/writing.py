@@ -24,7 +24,9 @@ from centidb.batches import BatchView
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
 from centidb.engines.base import ItemIterator
-from centidb.errors import IndexNotAddedError, KeyKindMismatchError, UniqueError
+from centidb.errors import (
+    CorruptRecordError, IndexNotAddedError, KeyKindMismatchError, UniqueError,
+)
 from centidb.keylib import Key
 from centidb.limits import check_value_size
 from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key
@@ -32,7 +34,7 @@ from centidb.savepoint import Savepoint
 from centidb.txn import Change, Transaction
 
 __all__ = ['BoundIndex', 'KeySource', 'Writer', 'ReportingWriter', 'RecordWrites',
-           'delete_prefix']
+           'delete_prefix', 'read_doomed']
 
 _EMPTY = b''
 
@@ -446,14 +448,13 @@ class RecordWrites:
                 deleted.append(None)
                 continue
             seen.add(key_bytes)
-            plain = etxn.get(key_bytes)
-            old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
-            if old is None:
+            found = read_doomed(self, etxn, key_bytes, key)
+            if found is None:
                 deleted.append(None)
                 continue
-            data = self.decoded(key_bytes, old)
+            in_batch, data = found
             entries = self.entries(data, self.entry_tail(key_bytes))
-            doomed.append((key_bytes, plain is None, tuple(entries)))   # untracked by gc
+            doomed.append((key_bytes, in_batch, tuple(entries)))   # untracked by gc
             deleted.append(records.Record(self.coll, data, key))
         gone = [key for key, rec in zip(keys, deleted) if rec is not None]
         for hook in self.before_write:
@@ -480,16 +481,15 @@ class RecordWrites:
         """
         self.check_writable()
         key_bytes = keylib.packs(key, self.prefix)
-        plain = etxn.get(key_bytes)
-        old = plain if plain is not None or not self.batched else self.view.get(etxn, key_bytes)
-        if old is None:
+        found = read_doomed(self, etxn, key_bytes, key)
+        if found is None:
             return None
-        data = self.decoded(key_bytes, old)
+        in_batch, data = found
         entries = self.entries(data, self.entry_tail(key_bytes))
         for hook in self.before_write:
             hook(key, None)
         # Everything that can fail has run: from here on, writes.
-        if plain is None:
+        if in_batch:
             self.view.split(etxn, key_bytes, rejoin=True)
         for entry in entries:
             etxn.delete(entry)
@@ -634,3 +634,27 @@ def delete_prefix(etxn: EngineTransaction, prefix: bytes) -> None:
     :param prefix: the prefix.
     """
     etxn.delete_range(prefix, keylib.next_prefix(prefix))
+
+
+def read_doomed(writes: RecordWrites, etxn: EngineTransaction, key_bytes: bytes,
+                key: Key) -> tuple[bool, Any] | None:
+    """``(in a batch, value)`` of the record a delete reads, or None if there is none.
+
+    :param writes: the collection's write paths.
+    :param etxn: the write engine transaction.
+    :param key_bytes: the record's engine key.
+    :param key: its key tuple.
+    :raises ~centidb.errors.CorruptRecordError: if the record (or its batch)
+        cannot be decoded; the message names the
+        ``store.remove_record()`` call that deletes it as it is stored.
+    """
+    plain = etxn.get(key_bytes)
+    try:
+        old = (plain if plain is not None or not writes.batched
+               else writes.view.get(etxn, key_bytes))
+        return None if old is None else (plain is None, writes.decoded(key_bytes, old))
+    except CorruptRecordError as exc:
+        call = f'store.remove_record({writes.name!r}, {key!r}'
+        call += ', whole_batch=True), which deletes its whole batch' if plain is None else ')'
+        raise type(exc)(f'{exc}; deleting a record decodes it to find its index '
+                        f'entries: to delete it as it is stored, call {call}') from exc

@@ -2,7 +2,8 @@
 
 Usage (from the repository root)::
 
-    .venv/bin/python stress/faults.py [--long] [--seed 1] [--engine E] [--cases N] [CAMPAIGN ...]
+    .venv/bin/python stress/faults.py [--long] [--seed 1] [--engine E] [--cases N]
+        [--overflow] [--check-pages] [CAMPAIGN ...]
 
 Campaigns (all of them when none is named):
 
@@ -35,15 +36,23 @@ Campaigns (all of them when none is named):
     differs from what was stored is counted as ``verify`` when ``verify()``
     reports the damage (an index entry's key: no checksum covers keys) and
     as ``wrong`` when nothing noticed (the stores keep checksums, which catch
-    damaged values).
+    damaged values). The LMDB store holds 8 values in overflow pages, whose
+    sizes random flips seldom hit; ``--overflow`` stores every 5th value
+    at 3 to 30 KB and aims half the flips at the sizes of overflow values
+    (a size grown past its pages makes a read ``SIGBUS``), and
+    ``--check-pages`` opens the LMDB copies with ``check_pages=True``.
 ``values``, ``metadata``
     ``campaign(count, seed)`` of ``stress/fault_values.py`` and
-    ``stress/fault_metadata.py``: hypothesis over values and raw stored
-    bytes, and over metadata records.
+    ``stress/fault_metadata.py`` (seeded fuzzing of values and raw stored
+    bytes, and of metadata records), run once per implementation, each in
+    a child process (``CENTIDB_NO_SPEEDUPS=1``, then
+    ``CENTIDB_REQUIRE_SPEEDUPS=1``) with its address space capped at
+    ``CHILD_MEMORY_MB``. Figures are reported per implementation; a child
+    that crashes or runs in the other implementation is a failure.
 
-The default is a short run (about a minute); ``--long`` is the full
-campaign: at least 500 disk-full trials per engine, 2,000 damage cases
-per engine and implementation, 500,000 fuzzed values, and 25,000 metadata
+The default is a short run (under a minute); ``--long`` is the full
+campaign: at least 500 disk-full trials per engine, and per implementation
+2,000 damage cases per engine, 500,000 fuzzed values, and 25,000 metadata
 cases (each changes stored metadata records and hands 20 more straight to
 the parser: over 500,000 records). Exits 1 if any campaign found a failure.
 """
@@ -59,6 +68,7 @@ import resource
 import selectors
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -72,22 +82,35 @@ if ROOT not in sys.path:
 ENGINES = ('lmdb', 'leveldb')
 IMPLS = {'pure': 'CENTIDB_NO_SPEEDUPS', 'compiled': 'CENTIDB_REQUIRE_SPEEDUPS'}
 
-#: Trials and cases: short (CI and the default) and ``--long``.
-SHORT = {'diskfull': 12, 'damage': 60, 'values': 2000, 'metadata': 2000}
+#: Trials and cases (damage, values and metadata: per implementation): short
+#: (the default) and ``--long``.
+SHORT = {'diskfull': 12, 'damage': 60, 'values': 1000, 'metadata': 1000}
 LONG = {'diskfull': 500, 'damage': 2000, 'values': 500_000, 'metadata': 25_000}
+
+
+def impl_env(impl: str) -> dict[str, str]:
+    """This process's environment, with the variable that picks implementation `impl`."""
+    env = dict(os.environ)
+    for name in IMPLS.values():
+        env.pop(name, None)
+    env[IMPLS[impl]] = '1'
+    return env
 
 
 # --- the store both campaigns use ----------------------------------------------
 
-def open_store(engine: str, path: str, *, sync: bool = False, create: bool = True) -> Any:
+def open_store(engine: str, path: str, *, sync: bool = False, create: bool = True,
+               check_pages: bool = False) -> Any:
     """Open the campaign's store on `engine` ('lmdb' or 'leveldb') at `path`.
 
     New collections keep checksums (the recommended setup), so a damaged
-    value is an error, not wrong data.
+    value is an error, not wrong data. `check_pages`: LMDB's
+    ``check_pages`` option (read every page in use at open).
     """
     import centidb
     if engine == 'lmdb':
-        store = centidb.open('LmdbEngine', path=path, sync=sync, create_if_missing=create)
+        store = centidb.open('LmdbEngine', path=path, sync=sync, create_if_missing=create,
+                             check_pages=check_pages)
     else:
         store = centidb.open('PlyvelEngine', path=path, create_if_missing=create, sync=sync)
     store.checksums = True
@@ -399,8 +422,12 @@ def _diskfull_batch(batch: list[dict], top: str, mount: str | None,
 DAMAGE_RECORDS = 180
 
 
-def build_damage_store(engine: str, path: str) -> dict:
-    """Write the small store the damage campaign damages; return what it holds."""
+def build_damage_store(engine: str, path: str, overflow: bool = False) -> dict:
+    """Write the small store the damage campaign damages; return what it holds.
+
+    Every 25th record holds 6,000 bytes (in LMDB, a value in overflow
+    pages); with `overflow`, every 5th holds 3 to 30 KB.
+    """
     store = open_store(engine, path)
     docs, marks = collections(store)
     log = store.collection('log')
@@ -412,6 +439,8 @@ def build_damage_store(engine: str, path: str) -> dict:
         with store.begin(write=True) as txn:
             for i in range(part * per_part, (part + 1) * per_part):
                 size = 6000 if i % 25 == 0 else rng.randrange(10, 200)
+                if overflow and i % 5 == 0:
+                    size = rng.randrange(3000, 30_000)
                 docs.put({'id': i, 'n': i, 'grp': i % 7, 'tags': [i % 3, 3 + i % 5],
                           'body': rng.randbytes(size)}, txn=txn)
                 log.put({'level': i % 4, 'text': f'line {i}'}, txn=txn)
@@ -447,9 +476,9 @@ def build_damage_store(engine: str, path: str) -> dict:
         shutil.rmtree(copy)
 
 
-def read_all(engine: str, path: str) -> dict:
+def read_all(engine: str, path: str, check_pages: bool = False) -> dict:
     """Everything the store at `path` holds, read every way, as JSON-able data."""
-    store = open_store(engine, path, create=False)
+    store = open_store(engine, path, create=False, check_pages=check_pages)
     try:
         docs, marks = collections(store)
         log = store.collection('log')
@@ -486,12 +515,14 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def damage_cases(engine: str, pristine: str, count: int, seed: int) -> list[dict]:
+def damage_cases(engine: str, pristine: str, count: int, seed: int,
+                 overflow: bool = False) -> list[dict]:
     """The damage cases for the store at `pristine`: truncations first, then bit flips.
 
     With `count` at most the number of truncations, a seeded sample of them
     and of flips; else every truncation and the rest flips, spread over the
-    files.
+    files. With `overflow` (LMDB), half the flips hit the size of a leaf
+    node of an overflow value (bits 8 to 31).
     """
     rng = random.Random(f'{seed}-{engine}')
     files = sorted(name for name in os.listdir(pristine)
@@ -514,12 +545,36 @@ def damage_cases(engine: str, pristine: str, count: int, seed: int) -> list[dict
     flippable = [name for name in files if sizes[name]]
     weights = [max(sizes[name], 4096) ** 0.5 for name in flippable]
     cases = list(cuts)
+    if overflow and engine == 'lmdb':
+        nodes = overflow_nodes(os.path.join(pristine, 'data.mdb'))
+        for _ in range(flips // 2):
+            cases.append({'file': 'data.mdb',
+                          'flip': [(rng.choice(nodes) + rng.randrange(1, 4), rng.randrange(8))]})
+        flips -= flips // 2
     for _ in range(flips):
         name = rng.choices(flippable, weights)[0]
         bits = [(rng.randrange(sizes[name]), rng.randrange(8))
                 for _ in range(rng.choice((1, 1, 1, 2, 8)))]
         cases.append({'file': name, 'flip': bits})
     return cases
+
+
+def overflow_nodes(data_file: str, page_size: int = 4096) -> list[int]:
+    """The offsets in LMDB's `data_file` of every leaf node naming an overflow run.
+
+    Live or not: the pages of older commits hold such nodes too.
+    """
+    with open(data_file, 'rb') as f:
+        raw = f.read()
+    found = []
+    for start in range(2 * page_size, len(raw), page_size):
+        flags, lower = struct.unpack_from('<HH', raw, start + 10)
+        if flags & 0x26 != 0x02 or lower > page_size:      # leaf pages only
+            continue
+        for offset in struct.unpack_from(f'<{(lower - 16) // 2}H', raw, start + 16):
+            if offset + 8 <= page_size and raw[start + offset + 4] & 0x01:   # F_BIGDATA
+                found.append(start + offset)
+    return found
 
 
 def apply_damage(case: dict, directory: str) -> None:
@@ -543,9 +598,9 @@ def damage_reader() -> None:
     with ``"data"`` (what was read) when it read everything.
     """
     for line in sys.stdin:
-        engine, path = line.split()
+        engine, path, check = line.split()
         try:
-            data = read_all(engine, path)
+            data = read_all(engine, path, check == '1')
         except Exception as exc:
             outcome = {'outcome': 'error' if is_centidb_error(exc) else 'raw',
                        'error': describe(exc)}
@@ -559,10 +614,7 @@ class _Reader:
     """A damage_reader child process, restarted after a crash or a hang."""
 
     def __init__(self, impl: str) -> None:
-        self.env = dict(os.environ)
-        for name in IMPLS.values():
-            self.env.pop(name, None)
-        self.env[IMPLS[impl]] = '1'
+        self.env = impl_env(impl)
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> subprocess.Popen[str]:
@@ -573,11 +625,11 @@ class _Reader:
                 text=True, env=self.env, cwd=ROOT)
         return self.proc
 
-    def read(self, engine: str, path: str, timeout: float) -> dict:
+    def read(self, engine: str, path: str, timeout: float, check_pages: bool = False) -> dict:
         proc = self.start()
         assert proc.stdin is not None and proc.stdout is not None
         try:
-            proc.stdin.write(f'{engine} {path}\n')
+            proc.stdin.write(f'{engine} {path} {int(check_pages)}\n')
             proc.stdin.flush()
         except BrokenPipeError:
             return self._died()
@@ -617,15 +669,21 @@ DAMAGE_OUTCOMES = ('cases', 'ok', 'error', 'verify', 'wrong', 'raw', 'crash', 'h
 
 def damage(count: int, seed: int, engines: tuple[str, ...] = ENGINES,
            impls: tuple[str, ...] = tuple(IMPLS), timeout: float = 20.0,
-           log: Callable[[str], object] = print) -> dict:
-    """Run `count` damage cases per engine and implementation; return the figures."""
+           log: Callable[[str], object] = print, overflow: bool = False,
+           check_pages: bool = False) -> dict:
+    """Run `count` damage cases per engine and implementation; return the figures.
+
+    `overflow`: more large values, and flips aimed at their sizes (see
+    :func:`damage_cases`); `check_pages`: LMDB stores are opened with
+    ``check_pages=True``.
+    """
     total: dict[str, Any] = {'errors': [], 'error classes': {}}
     with tempfile.TemporaryDirectory(prefix='centidb-damage-') as top:
         for engine in engines:
             pristine = os.path.join(top, f'{engine}-pristine')
-            expected = _plain(build_damage_store(engine, pristine))
+            expected = _plain(build_damage_store(engine, pristine, overflow))
             assert expected['verify'] == [], expected['verify']
-            cases = damage_cases(engine, pristine, count, seed)
+            cases = damage_cases(engine, pristine, count, seed, overflow)
             for impl in impls:
                 figures: dict[str, Any] = dict.fromkeys(DAMAGE_OUTCOMES, 0)
                 figures.update(errors=total['errors'], classes=total['error classes'])
@@ -636,7 +694,7 @@ def damage(count: int, seed: int, engines: tuple[str, ...] = ENGINES,
                         shutil.rmtree(work, ignore_errors=True)
                         shutil.copytree(pristine, work)
                         apply_damage(case, work)
-                        result = reader.read(engine, work, timeout)
+                        result = reader.read(engine, work, timeout, check_pages)
                         _count(figures, engine, impl, case, result, expected)
                 finally:
                     reader.close()
@@ -675,19 +733,71 @@ def _count(figures: dict, engine: str, impl: str, case: dict, result: dict,
 
 # --- the campaigns of other modules --------------------------------------------------
 
-def external(name: str, count: int, seed: int) -> dict:
-    """Run ``campaign(count, seed)`` of ``stress/fault_<name>.py``, if it is present."""
+#: The address space (MB) of a ``values`` or ``metadata`` child, as
+#: ``stress/fault_values.py``'s ``--max-memory``: a case that runs away with
+#: memory fails as ``MemoryError``, not the machine.
+CHILD_MEMORY_MB = 4096
+
+
+def campaign_child(args: list[str]) -> None:
+    """The child of :func:`external`: run ``campaign(count, seed)`` of module ``fault_<name>``.
+
+    `args` are the name, the count and the seed. Prints the result as one
+    JSON line, with ``'impl'`` set to the implementation that ran.
+    """
+    name, count, seed = args[0], int(args[1]), int(args[2])
+    limit = CHILD_MEMORY_MB << 20
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     here = os.path.dirname(os.path.abspath(__file__))
     if here not in sys.path:
         sys.path.insert(0, here)
-    try:
-        module = importlib.import_module(f'fault_{name}')
-    except ModuleNotFoundError as exc:
-        if exc.name != f'fault_{name}':
-            raise
+    from centidb import impl
+    result = importlib.import_module(f'fault_{name}').campaign(count, seed)
+    result['impl'] = {'speedups': 'compiled', 'python': 'pure'}.get(impl.IMPL, impl.IMPL)
+    result.setdefault('peak_mb', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss >> 10)
+    sys.stdout.write(json.dumps(result) + '\n')
+
+
+def external(name: str, count: int, seed: int, impls: tuple[str, ...] = tuple(IMPLS),
+             log: Callable[[str], object] = print) -> dict:
+    """Run ``campaign(count, seed)`` of ``stress/fault_<name>.py`` once per implementation.
+
+    Each run is a child process (with ``CENTIDB_NO_SPEEDUPS=1``, then
+    ``CENTIDB_REQUIRE_SPEEDUPS=1``), so a crash is a finding, not the end of
+    the driver. Returns each implementation's figures under its name
+    (``'pure'``, ``'compiled'``), the ``'cases'`` of all, and ``'errors'``
+    prefixed with the implementation; a campaign module that is not present
+    gives ``{'cases': 0, 'errors': [], 'note': 'not present'}``.
+    """
+    here = os.path.dirname(os.path.abspath(__file__))
+    if not os.path.exists(os.path.join(here, f'fault_{name}.py')):
         return {'cases': 0, 'errors': [], 'note': 'not present'}
-    result: dict = module.campaign(count, seed)
-    return result
+    total: dict[str, Any] = {'cases': 0, 'errors': []}
+    for impl in impls:
+        child = subprocess.run(
+            [sys.executable, os.path.abspath(__file__), '--campaign-child', name,
+             str(count), str(seed)],
+            capture_output=True, text=True, env=impl_env(impl), cwd=ROOT)
+        lines = child.stdout.strip().splitlines()
+        figures: dict[str, Any]
+        try:
+            figures = json.loads(lines[-1]) if child.returncode == 0 else {}
+        except (IndexError, json.JSONDecodeError):
+            figures = {}
+        if not figures:
+            tail = (child.stderr.strip().splitlines() or [''])[-1]
+            figures = {'cases': 0, 'errors': [f'the child exited {child.returncode}: {tail}']}
+        elif figures.get('impl') != impl:
+            figures['errors'].append(f"ran in the {figures.get('impl')} implementation")
+        errors = figures.pop('errors')
+        total['errors'] += [f'{impl}: {error}' for error in errors]
+        total['cases'] += figures['cases']
+        total[impl] = figures
+        log(f'{name} {impl}: {figures["cases"]} cases, {len(errors)} errors, '
+            + ', '.join(f'{k} {json.dumps(v)}' for k, v in figures.items()
+                        if k not in ('cases', 'impl')))
+    total['errors'] = total['errors'][:50]
+    return total
 
 
 def failures(name: str, figures: dict) -> int:
@@ -709,6 +819,11 @@ def main(argv: list[str] | None = None) -> int:
                         help='damage: only this engine (repeatable; default: all)')
     parser.add_argument('--cases', type=int, metavar='N',
                         help='damage: N cases per engine and implementation')
+    parser.add_argument('--overflow', action='store_true',
+                        help='damage: more large values (LMDB overflow pages), and half '
+                             'the flips aimed at their sizes')
+    parser.add_argument('--check-pages', action='store_true',
+                        help="damage: open LMDB stores with check_pages=True")
     args = parser.parse_args(argv)
     names = args.campaigns or ['diskfull', 'damage', 'values', 'metadata']
     sizes = LONG if args.long else SHORT
@@ -721,7 +836,8 @@ def main(argv: list[str] | None = None) -> int:
             figures = diskfull(sizes[name], args.seed)
         elif name == 'damage':
             figures = damage(args.cases or sizes[name], args.seed,
-                             tuple(args.engine or ENGINES))
+                             tuple(args.engine or ENGINES), overflow=args.overflow,
+                             check_pages=args.check_pages)
         else:
             figures = external(name, sizes[name], args.seed)
         bad = failures(name, figures)
@@ -737,6 +853,8 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == '__main__':
     if sys.argv[1:2] == ['--diskfull-child']:
         diskfull_child(sys.argv[2:])
+    elif sys.argv[1:2] == ['--campaign-child']:
+        campaign_child(sys.argv[2:])
     elif sys.argv[1:2] == ['--damage-reader']:
         damage_reader()
     else:

@@ -419,3 +419,49 @@ def test_damaged_lmdb_meta_transaction_id_is_refused(tmp_path):
     for copy, line in zip(copies, lines[1:]):
         assert line.startswith('centidb.errors DatabaseCorruptError'), (copy, line)
         assert 'transaction ids' in line
+
+
+@pytest.mark.parametrize('name', ['values', 'metadata'])
+def test_fuzz_campaigns_run_in_each_implementation(name):
+    """``values`` and ``metadata`` run once per implementation, each in a child process."""
+    figures = faults.external(name, 2, 3, log=lambda line: None)
+    assert figures['errors'] == []
+    for impl in faults.IMPLS:
+        assert figures[impl]['impl'] == impl
+        assert figures[impl]['cases'] == 2
+    assert figures['cases'] == 2 * len(faults.IMPLS)
+
+
+def test_a_fuzz_child_that_dies_is_a_failure(monkeypatch):
+    def dead(args, **kwargs):
+        return subprocess.CompletedProcess(args, -11, '', 'Fatal Python error: Segmentation fault')
+
+    monkeypatch.setattr(faults.subprocess, 'run', dead)
+    figures = faults.external('values', 2, 3, impls=('pure',), log=lambda line: None)
+    assert figures['errors'] == [
+        'pure: the child exited -11: Fatal Python error: Segmentation fault']
+    assert faults.failures('values', figures) == 1
+
+
+def test_damage_campaign_aims_at_overflow_sizes_and_check_pages_stops_the_crashes():
+    """``--overflow``: half the flips hit LMDB overflow values' sizes (which can SIGBUS a
+    read); opened with ``check_pages=True``, every such store is refused instead."""
+    figures = faults.damage(24, 5, engines=('lmdb',), impls=(IMPL,), log=lambda line: None,
+                            overflow=True, check_pages=True)
+    print({k: v for k, v in figures.items() if k != 'errors'})
+    assert figures['cases'] == 24
+    assert figures['crash'] == 0 and figures['hang'] == 0 and figures['raw'] == 0, \
+        figures['errors']
+    assert figures['wrong'] == 0, figures['errors']
+    assert figures['error'] > 0
+
+
+def test_overflow_cases_flip_the_size_fields(tmp_path):
+    pristine = str(tmp_path / 'store')
+    faults.build_damage_store('lmdb', pristine, overflow=True)
+    nodes = faults.overflow_nodes(os.path.join(pristine, 'data.mdb'))
+    assert len(nodes) >= 36                  # 36 large values, and older copies of nodes
+    cases = faults.damage_cases('lmdb', pristine, 40, 5, overflow=True)
+    aimed = [case for case in cases if 'flip' in case and len(case['flip']) == 1
+             and any(0 < case['flip'][0][0] - at < 4 for at in nodes)]
+    assert len(aimed) >= 10

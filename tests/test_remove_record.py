@@ -111,3 +111,31 @@ def test_names_and_keys_are_checked(store):
         store.remove_record('', 1)
     with pytest.raises(TypeError):
         store.remove_record('people', object())
+
+
+def test_delete_of_an_undecodable_record_names_remove_record(store):
+    coll = people(store)
+    damage(store, coll, (3,))
+    with pytest.raises(CorruptRecordError, match=r"under key \(3,\) cannot be decoded.*"
+                                                 r"store\.remove_record\('people', \(3,\)\)"):
+        coll.delete(3)
+    with pytest.raises(CorruptRecordError, match=r"store\.remove_record\('people', \(3,\)\)"):
+        coll.delete_many([1, 3])
+    assert coll.get(1) is not None                  # nothing was deleted
+    assert store.remove_record('people', (3,)) is True
+    assert store.verify() == []
+
+
+def test_delete_in_a_damaged_batch_names_remove_record_with_whole_batch(store):
+    coll = people(store)
+    coll.batch(lo=2, hi=5, packer=encodings.ZLIB_PACKER)
+    lo, hi = keylib.prefix_range((), coll.prefix)
+    batch_key, = [key for key, _ in store.engine.items(lo, hi)
+                  if len(keylib.unpacks_list(key, coll.prefix)) == 2]
+    with store.engine.begin(write=True) as etxn:
+        etxn.put(batch_key, b'\x81\xff\xff\xff')
+    with pytest.raises(CorruptRecordError, match=r"store\.remove_record\('people', \(3,\), "
+                                                 r"whole_batch=True\)"):
+        coll.delete(3)
+    with pytest.raises(CorruptRecordError, match=r"whole_batch=True"):
+        coll.delete_many([3])

@@ -96,3 +96,59 @@ def test_the_default_limit_applies_to_the_module_packers():
         assert coll.packer is encodings.ZLIB_PACKER
         coll.put(blob(LIMIT + 1), key=1)
         assert coll.get(1) == blob(LIMIT + 1)
+
+
+def test_put_with_the_module_packer_uses_the_stores_own(store):
+    """put(packer=ZLIB_PACKER) packs with the store's zlib, bounded by its limit."""
+    coll = store.collection('c')
+    coll.put(blob(LIMIT), key=1, packer=encodings.ZLIB_PACKER)
+    assert coll.get(1) == blob(LIMIT)
+    before = list(store.engine.items())
+    with pytest.raises(ValueTooLargeError, match=f'more than the {LIMIT} bytes'):
+        coll.put(blob(LIMIT + 1), key=2, packer=encodings.ZLIB_PACKER)
+    with store.begin(write=True) as txn:
+        with pytest.raises(ValueTooLargeError, match=f'more than the {LIMIT} bytes'):
+            coll.put(blob(LIMIT + 1), key=2, packer=encodings.ZLIB_PACKER, txn=txn)
+    assert list(store.engine.items()) == before
+    assert coll.get(2) is None and store.verify() == []
+
+
+def test_batch_with_the_default_packer_uses_the_stores_own(store):
+    """batch()'s default packer is the module's ZLIB_PACKER: the store's zlib packs."""
+    coll = store.collection('c')
+    for i in range(8):
+        coll.put(blob(1000), key=i)
+    before = list(store.engine.items())
+    with pytest.raises(ValueTooLargeError, match=f'more than the {LIMIT} bytes'):
+        coll.batch()
+    with pytest.raises(ValueTooLargeError, match=f'more than the {LIMIT} bytes'):
+        coll.batch(packer=encodings.ZLIB_PACKER)
+    assert list(store.engine.items()) == before
+    assert coll.batch(max_recs=3)[1] == 3
+    assert [coll.get(i) for i in range(8)] == [blob(1000)] * 8
+    assert store.verify() == []
+
+
+def _impostor():
+    """An Encoder named 'zlib' that packs with another function."""
+    return encodings.Encoder('zlib', lambda data: data[::-1], lambda data: data[::-1])
+
+
+@pytest.mark.parametrize('how', ['put', 'batch'])
+def test_a_builtin_packer_name_always_means_the_builtin_packer(how):
+    """Records are read with the store's packer of the name their header holds.
+
+    An ``Encoder`` with a built-in name but other functions must not write
+    bytes that packer cannot read: the store's own packer of that name is used.
+    """
+    with centidb.open('memory') as store:
+        coll = store.collection('c')
+        if how == 'put':
+            coll.put({'v': 'x' * 100}, key=1, packer=_impostor())
+            coll.put({'v': 'y' * 100}, key=2, packer=_impostor())
+        else:
+            coll.put({'v': 'x' * 100}, key=1)
+            coll.put({'v': 'y' * 100}, key=2)
+            assert coll.batch(packer=_impostor())[1] == 1
+        assert coll.get(1) == {'v': 'x' * 100} and coll.get(2) == {'v': 'y' * 100}
+        assert store.verify() == []

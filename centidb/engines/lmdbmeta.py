@@ -18,7 +18,7 @@ from typing import Callable
 
 from centidb.errors import DatabaseCorruptError
 
-__all__ = ['TRIES', 'check_data_file']
+__all__ = ['TRIES', 'check_data_file', 'check_pages']
 
 # The data file's meta pages (two, at the start), as LMDB lays them out on a
 # 64-bit little-endian machine: a page header of 16 bytes, then the meta
@@ -48,7 +48,7 @@ _BIGDATA, _SUBDATA = 0x01, 0x02             # leaf node flags: an overflow run, 
 _TREE_ROOT = 40   # the root's offset in a tree descriptor in a leaf (a named or duplicates tree)
 
 
-def check_data_file(data_file: str) -> None:
+def check_data_file(data_file: str, pages: bool = False) -> None:
     """Refuse an LMDB data file that lacks pages its live trees use, before LMDB maps it.
 
     The newer of the two meta pages (of the higher transaction id) names
@@ -64,10 +64,12 @@ def check_data_file(data_file: str) -> None:
     to judge.
 
     :param data_file: the path of the data file (``data.mdb``).
+    :param pages: also run :func:`check_pages` (a read of every page in
+        use) and raise what it finds.
     :raises ~centidb.errors.DatabaseCorruptError: if the file is too short
         for its meta pages or its trees, its meta pages' transaction ids are
         impossible, or a short file's meta page names a last page past its
-        map size.
+        map size (with `pages`: or :func:`check_pages` finds damage).
     """
     try:
         with open(data_file, 'rb') as f:
@@ -75,13 +77,71 @@ def check_data_file(data_file: str) -> None:
                 metas = _meta_bytes(f.fileno())
                 problem = _problem(data_file, f.fileno(), *metas)
                 if problem is None:
-                    return
+                    break
                 if _meta_bytes(f.fileno()) == metas:
                     raise DatabaseCorruptError(problem)
+            else:
+                return
     except DatabaseCorruptError:
         raise    # (an OSError too)
     except OSError:
         return   # unreadable: lmdb.open reports why
+    if pages and (problem := check_pages(data_file)) is not None:
+        raise DatabaseCorruptError(problem)
+
+
+def check_pages(data_file: str) -> str | None:
+    """Read every page the live trees of an LMDB data file use; what is damaged, or None.
+
+    With plain reads, not a map: each branch and leaf page of the main
+    and free-page trees (and the trees their leaves name), and the first
+    page of each overflow run. Damage that LMDB does not check when it
+    reads is reported: a node that does not fit in its page, a page in use
+    past the end of the file, and an overflow value whose size (in its
+    leaf node) is larger than its run of pages. LMDB hands out the size as
+    it is, so reading such a value runs past the run, into other pages
+    or, past the end of the file, into a ``SIGBUS``. The cost is a read of
+    every page in use. Another process may commit meanwhile: a problem
+    counts only if the meta pages are unchanged afterwards (as for
+    :func:`check_data_file`).
+
+    :param data_file: the path of the data file (``data.mdb``).
+    :returns: a message naming the file, the page and what to do, or None
+        if nothing was found (or the file is not LMDB's layout on this
+        machine, or cannot be read).
+    """
+    try:
+        with open(data_file, 'rb') as f:
+            for _ in range(TRIES):
+                metas = _meta_bytes(f.fileno())
+                problem = _page_problem(data_file, f.fileno(), *metas)
+                if problem is None or _meta_bytes(f.fileno()) == metas:
+                    return problem
+    except OSError:
+        pass
+    return None
+
+
+def _page_problem(data_file: str, fd: int, first: bytes, second: bytes,
+                  page_size: int) -> str | None:
+    """:func:`check_pages` for one reading of the meta pages."""
+    newest = [_META.unpack(meta) for meta in (first, second) if len(meta) == _META.size]
+    newest = [meta for meta in newest if meta[0] == _META_MAGIC]
+    if not page_size or not newest:
+        return None
+    _, _, _, _, free_root, main_root, last_page, _ = max(newest, key=lambda meta: meta[7])
+    pages = os.fstat(fd).st_size // page_size
+    trees = _Trees(data_file, fd, page_size, pages, last_page, strict=True)
+    try:
+        missing = trees.walk(free_root, None)
+        if missing is None:
+            missing = trees.walk(main_root, None)
+    except _Misshapen as exc:
+        return str(exc)
+    if missing is None:
+        return None
+    return (f'LMDB data file {data_file!r} is damaged: page {missing} is in use, past '
+            f'the end of the file ({pages} pages); restore it from a backup or a dump')
 
 
 def _meta_bytes(fd: int) -> tuple[bytes, bytes, int]:
@@ -143,8 +203,10 @@ class _Trees:
     """The trees of one meta page, read from a data file of `pages` whole pages."""
 
     def __init__(self, data_file: str, fd: int, page_size: int, pages: int,
-                 last_page: int) -> None:
+                 last_page: int, strict: bool = False) -> None:
         self.data_file = data_file
+        #: Check every node: that its data fits in its page or its run.
+        self.strict = strict
         self.fd = fd
         self.page_size = page_size
         self.pages = pages
@@ -208,7 +270,7 @@ class _Trees:
                     low, high, top, _ = _NODE.unpack_from(page, offset)
                     todo.append(low | high << 16 | top << 32)
                 continue
-            if on_data is None:     # only the nodes that name pages (their flags' low byte)
+            if on_data is None and not self.strict:     # only the nodes that name pages
                 offsets = tuple(at for at in offsets if page[at + 4] & (_BIGDATA | _SUBDATA))
             for offset in offsets:
                 low, high, node_flags, key_size = _NODE.unpack_from(page, offset)
@@ -216,8 +278,10 @@ class _Trees:
                 data_size = low | high << 16
                 if node_flags & (_BIGDATA | _SUBDATA):
                     end = at + (_U64.size if node_flags & _BIGDATA else _TREE_ROOT + 8)
-                    if end > self.page_size:
-                        raise self.misshapen(number)
+                else:
+                    end = at + data_size if self.strict else 0
+                if end > self.page_size:
+                    raise self.misshapen(number)
                 if node_flags & _BIGDATA:
                     missing = self.overflow(_U64.unpack_from(page, at)[0], data_size, on_data)
                     if missing is not None:
@@ -240,6 +304,11 @@ class _Trees:
             return first    # the file shrank while it was read
         run = _RUN.unpack_from(header)[0]
         needed = max(run, (_HEADER + data_size + self.page_size - 1) // self.page_size)
+        if self.strict and needed > run:
+            raise _Misshapen(
+                f'LMDB data file {self.data_file!r} is damaged: the value in the '
+                f'overflow run at page {first} claims {data_size} bytes, more than its '
+                f'{run} pages hold; restore it from a backup or a dump')
         if first + needed > self.pages:
             return self.pages
         if on_data is not None:
