@@ -150,7 +150,7 @@ class Packer(Protocol):
 #
 # ON-DISK FORMAT: the extension type codes and payload layouts below are
 # specified in docs/format.rst ("Value format (msgpack encoder)") and checked
-# byte for byte by tests/test_values.py. Never change or reuse a code.
+# byte for byte by tests/test_encodings.py. Never change or reuse a code.
 
 _TUPLE_EXT = 1      # msgpack array of the elements
 _INT_EXT = 2        # int outside -2**63 .. 2**64-1: shortest two's complement, big-endian
