@@ -2,7 +2,8 @@
 
 ``centidb.cli_commands``, ``cli_common`` and ``cli_dump`` are aliases of the
 modules of :mod:`centidb.cli`; ``centidb.model``, ``modelindex`` and
-``fields`` of the modules of :mod:`centidb.models`. Each gives the same
+``fields`` of the modules of :mod:`centidb.models`; ``centidb.verify`` of
+:mod:`centidb.store.verify`. Each gives the same
 objects as its new home, under the same ``__all__`` (``cli_common`` adds the
 catalog's ``read_metadata`` and ``CollectionMeta``). ``centidb.__main__``
 runs the command line of :mod:`centidb.cli`.
@@ -24,6 +25,7 @@ ALIASES = {
     'centidb.model': 'centidb.models.model',
     'centidb.modelindex': 'centidb.models.index',
     'centidb.fields': 'centidb.models.fields',
+    'centidb.verify': 'centidb.store.verify',
 }
 
 

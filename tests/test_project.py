@@ -55,11 +55,12 @@ def test_every_subpackage_is_packaged():
     found = {os.path.relpath(directory, ROOT).replace(os.sep, '.')
              for directory, _, names in os.walk(os.path.join(ROOT, 'centidb'))
              if '__init__.py' in names}
-    assert found == packages and {'centidb.cli', 'centidb.models'} <= found
+    assert found == packages and {'centidb.cli', 'centidb.models', 'centidb.store'} <= found
 
 
 #: Modules tested in ``tests/test_aliases.py``: the old module paths, and ``python -m``.
-ALIASES = {'__main__', 'cli_commands', 'cli_common', 'cli_dump', 'fields', 'model', 'modelindex'}
+ALIASES = {'__main__', 'cli_commands', 'cli_common', 'cli_dump', 'fields', 'model', 'modelindex',
+           'verify'}
 
 #: Modules without a test file of their own name yet, and the files that test them.
 TESTED_ELSEWHERE = {

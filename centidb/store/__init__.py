@@ -1,5 +1,9 @@
 """The store: :func:`open`, and :class:`Store`, which ties the layers together.
 
+The package holds the store's parts: :mod:`centidb.store.admin` (the
+collections open in this session) and :mod:`centidb.store.verify` (the
+checks of :meth:`Store.verify`).
+
 ``centidb.open('lmdb', path=...)`` or ``Store(engine)`` gives a
 :class:`Store` on one engine. It holds the store's
 :class:`~centidb.txn.TxnManager` (transactions) and
@@ -35,7 +39,7 @@ from types import TracebackType
 from typing import Any, Callable, List, Literal, TypeVar
 
 from centidb import encodings
-from centidb.admin import OpenCollections, check_name, remove_record
+from centidb.store.admin import OpenCollections, check_name, remove_record
 from centidb.catalog import Catalog
 from centidb.collection import Collection
 from centidb.encodings import Encoder
@@ -43,7 +47,7 @@ from centidb.engines import Engine, EngineTransaction, get_engine_class
 from centidb.errors import CentiError, ConflictError
 from centidb.hooks import CommitHooks
 from centidb.txn import Change, Transaction, TxnManager
-from centidb.verify import Problem, check_collection, check_metadata, check_storage, find_orphans
+from centidb.store.verify import Problem, check_collection, check_metadata, check_storage, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
@@ -262,7 +266,7 @@ class Store:
 
         :param progress: called as ``progress(name)`` before each collection
             is checked, in name order (for a progress bar).
-        :returns: a ``list`` of :class:`~centidb.verify.Problem`, each naming
+        :returns: a ``list`` of :class:`~centidb.store.verify.Problem`, each naming
             the collection and key where it can.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """

@@ -14,8 +14,8 @@ for its hooks.
 
 :func:`remove_record` deletes a record without decoding it
 (``Store.remove_record()``). The catalog records the metadata
-(:mod:`centidb.catalog`); the store is the layer above, which holds one
-:class:`OpenCollections` and calls it.
+(:mod:`centidb.catalog`); :class:`~centidb.store.Store`, in this package,
+holds one :class:`OpenCollections` and calls it.
 """
 
 from __future__ import annotations
