@@ -241,7 +241,7 @@ class OpenCollections:
         self._catalog.encoder_id(encoder)
         self._catalog.encoder_id(packer)
         if packer.name in _BUILTIN_NAMES:
-            # This store's own, which packs and unpacks within its max_unpacked_size.
+            # This store's own, which compresses and decompresses within its max_unpacked_size.
             packer = self._catalog.encoder(packer.name) or packer
         return Collection(self._store, self._txns, self._catalog, name, info, key_func,
                           txn_key_func, encoder, packer, index_ids)
