@@ -76,7 +76,6 @@ TESTED_ELSEWHERE = {
     'engines.wrappers': 'test_engine_wrappers.py',
     'engines.etcd_client': 'test_engines_etcd.py',
     'engines.lmdbmeta': 'test_faults.py',
-    'engines.paths': 'test_cli_commands.py',
 }
 
 
