@@ -74,7 +74,6 @@ TESTED_ELSEWHERE = {
     'engines.base': 'test_engine_contract.py',
     'engines.fastcalls': 'test_engine_contract.py',
     'engines.wrappers': 'test_engine_wrappers.py',
-    'engines.etcd_client': 'test_engines_etcd.py',
     'engines.lmdbmeta': 'test_faults.py',
 }
 
