@@ -70,7 +70,6 @@ TESTED_ELSEWHERE = {
     'mapping': 'test_query_api.py',
     'savepoint': 'test_bulk.py',
     'writing': 'test_records.py',
-    'keyformat': 'test_keylib.py',
     'engines.base': 'test_engine_contract.py',
     'engines.fastcalls': 'test_engine_contract.py',
     'engines.wrappers': 'test_engine_wrappers.py',
