@@ -77,9 +77,9 @@ class EncoderRegistry:
 
     def _persist_encoder_id(self, etxn: EngineTransaction, name: str) -> int:
         """The id stored for encoder `name`, numbering it first if it has none."""
-        stored = read_record(etxn, 'encoder', name)
-        if stored is not None:
-            encoder_id: int = stored['id']
+        info = read_record(etxn, 'encoder', name)
+        if info is not None:
+            encoder_id: int = info['id']
         else:
             encoder_id = _bump(etxn, ENCODER_COUNTER, 1, 1)
             if encoder_id > MAX_ENCODER_ID:
@@ -384,7 +384,7 @@ class Catalog(EncoderRegistry):
 
         Deletes its metadata, its indexes' metadata, and its counter if the
         counter has the collection's own default name (``'<name>:key'``) and
-        no other collection counts with it; a counter named with
+        no other collection numbers its keys with it; a counter named with
         ``counter_name=`` may be shared, so it is kept.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
@@ -397,7 +397,7 @@ class Catalog(EncoderRegistry):
             etxn.delete(meta_key('index', coll_id, index_name))
         etxn.delete(meta_key('collection', name))
         counter = info['counter']
-        if counter == f'{name}:key' and not self._counted_by_another(etxn, name, counter):
+        if counter == f'{name}:key' and not self._numbered_by_another(etxn, name, counter):
             etxn.delete(meta_key('counter', counter))
         self._changed(txn)
 
@@ -407,7 +407,7 @@ class Catalog(EncoderRegistry):
 
         Its prefix id, and so its records and indexes, stay as they are. A
         counter with the default name ``'<old>:key'`` that no other
-        collection counts with moves to ``'<new>:key'``, unless a counter of
+        collection numbers its keys with moves to ``'<new>:key'``, unless a counter of
         that name exists; otherwise the metadata keeps naming the old
         counter.
 
@@ -420,8 +420,8 @@ class Catalog(EncoderRegistry):
         etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # txn is open
         counter, target = info['counter'], f'{new}:key'
         if (counter == f'{old}:key'
-                and not self._counted_by_another(etxn, old, counter)
-                and not self._counted_by_another(etxn, old, target)
+                and not self._numbered_by_another(etxn, old, counter)
+                and not self._numbered_by_another(etxn, old, target)
                 and etxn.get(meta_key('counter', target)) is None):
             value = etxn.get(meta_key('counter', counter))
             if value is not None:
@@ -433,7 +433,7 @@ class Catalog(EncoderRegistry):
         self._changed(txn)
         return info
 
-    def _counted_by_another(self, etxn: EngineTransaction, name: str, counter: str) -> bool:
+    def _numbered_by_another(self, etxn: EngineTransaction, name: str, counter: str) -> bool:
         """True if a collection other than `name` numbers its keys with `counter`."""
         return any(info['counter'] == counter
                    for other, info in self.collections(etxn).items() if other != name)

@@ -1,13 +1,13 @@
 """Compress and decompress functions of the built-in packers, bounded by a size limit.
 
 A store's ``max_unpacked_size`` (see :data:`centidb.encodings.MAX_UNPACKED_SIZE`)
-is the most bytes one stored value may unpack to. :func:`bounded_functions`
-gives, for zlib and for lz4, zstd and snappy where their packages are
-installed, a compress function that refuses data longer than the limit
-(:class:`~centidb.errors.ValueTooLargeError`: such a value could be stored
-but never read back) and a decompress function that refuses, with
-``ValueError``, to unpack more than the limit, without holding much more
-than the limit in memory. :func:`centidb.encodings.make_packers` makes the
+is the most bytes one stored value may decompress to (its *unpacked size*).
+:func:`bounded_functions` gives, for zlib and for lz4, zstd and snappy where
+their packages are installed, a compress function that refuses data longer
+than the limit (:class:`~centidb.errors.ValueTooLargeError`: such a value
+could be stored but never read back) and a decompress function that refuses,
+with ``ValueError``, to decompress more than the limit, without holding much
+more than the limit in memory. :func:`centidb.encodings.make_packers` makes the
 packers from them.
 """
 
@@ -46,7 +46,7 @@ def _too_large(name: str, size: int, limit: int) -> ValueTooLargeError:
 
 def _bounded_compress(name: str, compress: Callable[[bytes], bytes],
                       limit: int) -> Callable[[bytes], bytes]:
-    """`compress`, refusing data longer than `limit`: reading would refuse to unpack it."""
+    """`compress`, refusing data longer than `limit`: reading would refuse to decompress it."""
     def bounded(data: bytes) -> bytes:
         if len(data) > limit:
             raise _too_large(name, len(data), limit)
@@ -97,7 +97,7 @@ def _zstd_functions(zstandard: ModuleType, limit: int) -> tuple[Callable[[bytes]
 
     Contexts are not thread-safe, and making one per call costs more than
     compressing a small record. Decompressing refuses a frame whose header
-    gives a size above `limit`, and one without a size that unpacks to more;
+    gives a size above `limit`, and one without a size that decompresses to more;
     compressing refuses data longer than `limit`.
     """
     local = threading.local()
@@ -149,9 +149,9 @@ def _snappy_decompress(decompress: Callable[[bytes], bytes],
 
 
 def bounded_functions(limit: int) -> list[Functions]:
-    """The built-in packers' functions, packing and unpacking at most `limit` bytes.
+    """The built-in packers' functions, compressing and decompressing at most `limit` bytes.
 
-    :param limit: the most bytes one stored value unpacks to (an ``int``, at
+    :param limit: the most bytes one stored value decompresses to (an ``int``, at
         least 1; :func:`centidb.encodings.make_packers` checks it).
     :returns: a ``list`` of ``(name, compress, decompress)``: zlib, then lz4,
         zstd and snappy where their packages are installed.

@@ -77,34 +77,45 @@ class Encoder:
     Used both for record encoders and for packers (compressors), which map
     bytes to bytes. The functions are kept as :attr:`encode` and
     :attr:`decode`; ``pack`` and ``unpack`` are their older names, kept as
-    aliases.
+    aliases, as attributes and as keyword arguments.
 
     :param name: a non-empty ``str`` that identifies the encoder inside a
         store, so it must stay the same for as long as data written with it
         exists.
-    :param pack: ``pack(value) -> bytes``, kept as :attr:`encode`.
-    :param unpack: ``unpack(bytes) -> value``, the inverse of `pack`, kept as
-        :attr:`decode`.
-    :param exact: True if ``unpack(pack(value)) == value`` always holds for
-        the values index functions look at; lets ``put()`` skip decoding its
-        own output.
-    :raises TypeError: if `name` is not a non-empty ``str`` or `pack` or
-        `unpack` is not callable.
+    :param encode: ``encode(value) -> bytes``, kept as :attr:`encode`.
+    :param decode: ``decode(bytes) -> value``, the inverse of `encode`, kept
+        as :attr:`decode`.
+    :param exact: True if ``decode(encode(value)) == value`` always holds
+        for the values index functions look at; lets ``put()`` skip decoding
+        its own output.
+    :param pack: the older name of `encode`, as a keyword.
+    :param unpack: the older name of `decode`, as a keyword.
+    :raises TypeError: if `name` is not a non-empty ``str``, `encode` or
+        `decode` is missing or not callable, or a function is given under
+        both its names.
     """
 
     __slots__ = ('name', 'encode', 'decode', 'exact')
 
-    def __init__(self, name: str, pack: Callable[[Any], bytes],
-                 unpack: Callable[[bytes], Any], exact: bool = False) -> None:
+    def __init__(self, name: str, encode: Callable[[Any], bytes] | None = None,
+                 decode: Callable[[bytes], Any] | None = None, exact: bool = False, *,
+                 pack: Callable[[Any], bytes] | None = None,
+                 unpack: Callable[[bytes], Any] | None = None) -> None:
         if not isinstance(name, str) or not name:
             raise TypeError(f'Encoder name must be a non-empty str, not {name!r}')
-        if not callable(pack) or not callable(unpack):
-            raise TypeError(f'Encoder {name!r}: pack and unpack must be callable')
+        if (encode is not None and pack is not None) or (decode is not None
+                                                         and unpack is not None):
+            raise TypeError(f'Encoder {name!r}: give encode and decode, or their older '
+                            f'names pack and unpack, not both')
+        encode = encode if pack is None else pack
+        decode = decode if unpack is None else unpack
+        if not callable(encode) or not callable(decode):
+            raise TypeError(f'Encoder {name!r}: encode and decode must be callable')
         self.name = name
         #: ``encode(value) -> bytes``.
-        self.encode = pack
+        self.encode = encode
         #: ``decode(bytes) -> value``, the inverse of :attr:`encode`.
-        self.decode = unpack
+        self.decode = decode
         #: True if decode(encode(value)) always equals value (for the values
         #: index functions look at). Lets put() skip decoding its own output.
         self.exact = bool(exact)
@@ -128,20 +139,20 @@ class Packer(Protocol):
 
     Every packer is an :class:`Encoder` whose functions take and return
     ``bytes``; this protocol gives those two functions their types for the
-    code that packs and unpacks stored values.
+    code that compresses and decompresses stored values.
     """
 
     def encode(self, data: bytes, /) -> bytes:
-        """Pack `data` (an encoder's output).
+        """Compress `data` (an encoder's output; the plain packer returns it as it is).
 
-        :param data: the bytes to pack.
-        :returns: the packed bytes.
+        :param data: the encoded bytes.
+        :returns: the compressed bytes.
         """
 
     def decode(self, data: bytes, /) -> bytes:
-        """Unpack `data`, the inverse of :meth:`encode`.
+        """Decompress `data`, the inverse of :meth:`encode`.
 
-        :param data: packed bytes.
+        :param data: compressed bytes.
         :returns: the bytes given to :meth:`encode`.
         """
 
@@ -150,7 +161,7 @@ class Packer(Protocol):
 #
 # ON-DISK FORMAT: the extension type codes and payload layouts below are
 # specified in docs/format.rst ("Value format (msgpack encoder)") and checked
-# byte for byte by tests/test_values.py. Never change or reuse a code.
+# byte for byte by tests/test_encodings.py. Never change or reuse a code.
 
 _TUPLE_EXT = 1      # msgpack array of the elements
 _INT_EXT = 2        # int outside -2**63 .. 2**64-1: shortest two's complement, big-endian
@@ -176,7 +187,7 @@ _DATE_MAX_ORDINAL = datetime.date.max.toordinal()
 
 
 def _ext_tuple(value: tuple[Any, ...]) -> msgpack.ExtType:
-    return msgpack.ExtType(_TUPLE_EXT, _msgpack_packb(list(value)))
+    return msgpack.ExtType(_TUPLE_EXT, _msgpack_encode(list(value)))
 
 
 def _ext_int(value: int) -> msgpack.ExtType:
@@ -243,7 +254,7 @@ _SUBCLASS_ENCODERS: tuple[tuple[type, Callable[[Any], Any]], ...] = (
 def _msgpack_default(value: Any) -> Any:
     """Pack what strict msgpack types refuse: the extension types, and subclasses."""
     if type(value) is tuple:        # the usual caller: spare it the lookup
-        return msgpack.ExtType(_TUPLE_EXT, _msgpack_packb(list(value)))
+        return msgpack.ExtType(_TUPLE_EXT, _msgpack_encode(list(value)))
     to_ext = _EXT_ENCODERS.get(type(value))
     if to_ext is not None:
         return to_ext(value)
@@ -469,16 +480,16 @@ def _ext_hooks() -> Callable[[int, bytes], Any]:
     return hook
 
 
-def _msgpack_packb(value: Any) -> bytes:
+def _msgpack_encode(value: Any) -> bytes:
     """Pack `value` with a packer of its own (for a tuple's payload)."""
     try:
         return _packb(value, use_bin_type=True, strict_types=True,
                       default=_msgpack_default)
     except UnicodeEncodeError:
-        return _msgpack_packb_surrogates(value)
+        return _msgpack_encode_surrogates(value)
 
 
-def _msgpack_packb_surrogates(value: Any) -> bytes:
+def _msgpack_encode_surrogates(value: Any) -> bytes:
     """Pack `value` holding a ``str`` with a lone surrogate (the slow path)."""
     return _packb(value, use_bin_type=True, strict_types=True,
                   default=_msgpack_default, unicode_errors='surrogatepass')
@@ -637,8 +648,8 @@ def make_msgpack_encoder() -> Encoder:
             use_bin_type=True, strict_types=True, default=_msgpack_default)
         return packer
 
-    pack = msgpack_encoder(make_packer, _msgpack_packb_surrogates, MAX_DEPTH, _too_deep)
-    return Encoder('msgpack', pack, _msgpack_unpackb, exact=True)
+    encode = msgpack_encoder(make_packer, _msgpack_encode_surrogates, MAX_DEPTH, _too_deep)
+    return Encoder('msgpack', encode, _msgpack_decode, exact=True)
 
 
 def make_json_encoder() -> Encoder:
@@ -751,7 +762,7 @@ msgpack_decoder = impl.choose(msgpack_decoder)
 msgpack_encoder = impl.choose(msgpack_encoder)
 #: msgpack's ``ext_hook`` for a whole value: its tuples are at level 1.
 _msgpack_ext = _ext_hooks()
-_msgpack_unpackb = msgpack_decoder(_unpackb, _msgpack_ext, MAX_DEPTH, _too_deep_stored)
+_msgpack_decode = msgpack_decoder(_unpackb, _msgpack_ext, MAX_DEPTH, _too_deep_stored)
 
 #: Encoders and packers every store knows without ``add_encoder()``.
 BUILTIN_ENCODERS = [encoder for encoder in (

@@ -336,13 +336,3 @@ def test_the_command_line_reads_the_catalog_only_through_read_metadata():
     everything = set(imported) | {f'{module}.{name}' for module, names in imported.items()
                                   for name in names}
     assert not everything & {'centidb.metarecords', 'centidb.keylib', 'centidb.keyformat'}
-
-
-def test_the_old_module_paths_are_aliases():
-    from centidb import catalog, cli_commands, cli_common, cli_dump
-    from centidb.cli import commands, common, dump
-    for alias, module in ((cli_commands, commands), (cli_common, common), (cli_dump, dump)):
-        assert set(module.__all__) <= set(alias.__all__)
-        assert all(getattr(alias, name) is getattr(module, name) for name in module.__all__)
-    assert (cli_common.read_metadata, cli_common.CollectionMeta) == (
-        catalog.read_metadata, catalog.CollectionMeta)

@@ -30,7 +30,7 @@ from centidb.cli import main
 from centidb.cli.commands import COPY_BATCH, copy_engine, key_json, parse_key
 from centidb.cli.common import EXIT_USAGE, CliError
 from centidb.engines import LmdbEngine, MemoryEngine, PlyvelEngine
-from centidb.engines.paths import LOCK_NAME, StoreLock, lock_path
+from centidb.engines.paths import LOCK_NAME
 from centidb.errors import DatabaseLockedError, DatabaseNotFoundError
 
 TIMEOUT = 120
@@ -218,27 +218,6 @@ def test_no_engine_opens_the_store_while_it_is_compacted(tmp_path, kind, cli):
         assert 'DatabaseLockedError' in one_line(result.stderr)
     finally:
         holder.finish()
-    assert count(kind, path) == 200
-
-
-def test_another_engine_in_this_process_blocks_the_exclusive_lock(tmp_path, kind):
-    path = tmp_path / 'db'
-    make_store(kind, path)
-    engine = LmdbEngine(str(path)) if kind == 'lmdb' else PlyvelEngine(str(path))
-    first = StoreLock(lock_path(str(path)), str(path))
-    with pytest.raises(DatabaseLockedError, match='another open engine in this process'):
-        first.make_exclusive('compact')
-    engine.close()
-    second = StoreLock(lock_path(str(path)), str(path))
-    with pytest.raises(DatabaseLockedError):    # the failed attempt kept its shared lock
-        second.make_exclusive('compact')
-    second.release()
-    first.make_exclusive('compact')
-    with pytest.raises(DatabaseLockedError, match='being rewritten'):
-        LmdbEngine(str(path)) if kind == 'lmdb' else PlyvelEngine(str(path))
-    first.release()
-    first.release()     # twice is fine
-    assert not first.held
     assert count(kind, path) == 200
 
 

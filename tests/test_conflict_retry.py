@@ -3,7 +3,7 @@
 Opening a store, ``collection()``, ``add_encoder()`` and ``add_index()``
 write metadata in transactions of their own; on an engine with optimistic
 transactions, clients doing them at once conflict (the real cluster test is
-in ``test_engine_etcd.py``). Here an in-memory engine fails chosen commits
+in ``test_engines_etcd.py``). Here an in-memory engine fails chosen commits
 with :class:`~centidb.errors.ConflictError`, as an etcd commit would.
 """
 

@@ -24,11 +24,12 @@ import pytest
 
 import centidb
 from centidb import (
-    admin, batches, bulk, catalog, checksums, compressors, metarecords, cli, collection,
+    batches, bulk, catalog, checksums, compressors, metarecords, cli, collection,
     dumpfile, dumpformat,
     encodings, engines, errors, fastpath, impl, index, keyformat, access, hooks, keylib, limits, mapping, models, query, records, savepoint,
-    store, txn, verify, writing,
+    store, txn, writing,
 )
+from centidb.store import admin, verify
 from centidb.cli import commands as cli_commands, common as cli_common, dump as cli_dump
 from centidb.models import fields, model, index as modelindex
 
@@ -39,7 +40,7 @@ ENGINE_MODULES = [importlib.import_module(f'{engines.__name__}.{info.name}')
 # The modules kept as aliases of moved ones (docs/architecture.rst): each
 # name is checked in the module defining it.
 ALIASES = [importlib.import_module(f'centidb.{name}') for name in
-           ('model', 'modelindex', 'fields', 'cli_common', 'cli_commands', 'cli_dump')]
+           ('model', 'modelindex', 'fields', 'cli_common', 'cli_commands', 'cli_dump', 'verify')]
 
 MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            models, model, modelindex, fields, store, admin, hooks, verify, catalog, metarecords, collection,

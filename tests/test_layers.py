@@ -44,17 +44,16 @@ LAYERS = [
     ['index'],
     ['bulk', 'hooks', 'mapping'],
     ['collection'],
-    ['verify', 'admin'],
-    ['store'],
+    ['store'],                      # Store: admin (the open collections), verify
     ['models'],                     # Model: fields, index declarations, the model
     ['cli'],                        # the command line
-    ['model', 'modelindex', 'fields', 'cli_common', 'cli_commands', 'cli_dump'],  # aliases
+    ['model', 'modelindex', 'fields', 'cli_common', 'cli_commands', 'cli_dump', 'verify'],  # aliases
     ['__main__'],                   # python -m centidb
     [''],   # the package's __init__: re-exports only
 ]
 
 #: Packages ranked as a whole: their modules share the package's layer.
-PACKAGES = ['cli', 'models']
+PACKAGES = ['cli', 'models', 'store']
 
 
 def unit(module):

@@ -1,7 +1,7 @@
-"""centidb.models, the package: its re-exports, its old module paths, and dates end to end.
+"""centidb.models, the package: its re-exports, and dates end to end.
 
-The package re-exports what ``centidb`` does of it; ``centidb.model``,
-``centidb.modelindex`` and ``centidb.fields`` are aliases of its modules.
+The package re-exports what ``centidb`` does of it (its old module paths,
+``centidb.model`` and the others, are tested in ``test_aliases.py``).
 
 Models keyed and indexed on ``datetime.date`` fields, on every engine: a
 ``date`` field is a key element of its own kind (see docs/format.rst):
@@ -102,14 +102,3 @@ def test_the_package_reexports_the_model_names():
     assert all(getattr(models, name) is getattr(homes[name], name) for name in models.__all__)
     assert (centidb.Model, centidb.field, centidb.index_on) == (
         models.Model, models.field, models.index_on)
-
-
-def test_the_old_module_paths_are_aliases():
-    """centidb.model, centidb.modelindex and centidb.fields give the same objects."""
-    import centidb.fields
-    import centidb.model
-    import centidb.modelindex
-    for alias, module in ((centidb.model, model), (centidb.modelindex, modelindex),
-                          (centidb.fields, fields)):
-        assert alias.__all__ == module.__all__
-        assert all(getattr(alias, name) is getattr(module, name) for name in module.__all__)

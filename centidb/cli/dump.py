@@ -27,7 +27,8 @@ import tempfile
 from contextlib import ExitStack, contextmanager, nullcontext
 from typing import IO, Any, Callable, ContextManager, Iterable, Iterator
 
-from centidb import dumpfile, encodings, verify
+from centidb import dumpfile, encodings
+from centidb.store import verify
 from centidb.catalog import read_metadata
 from centidb.cli.commands import collection_of, store_of
 from centidb.cli.common import EXIT_OK, EXIT_USAGE, CliError, open_store, parse_options, progress

@@ -708,3 +708,28 @@ def test_json_encoder_refuses_ints_beyond_the_digit_limit():
     assert JSON.decode(JSON.encode(10 ** (limit - 1))) == 10 ** (limit - 1)
     with pytest.raises(ValueError, match='digits'):
         JSON.encode(10 ** limit)
+
+
+# --- the Encoder's names ------------------------------------------------------------------
+
+def test_an_encoder_takes_encode_and_decode_or_their_older_names():
+    encode, decode = str.encode, bytes.decode
+    for encoder in (encodings.Encoder('t', encode, decode),
+                    encodings.Encoder('t', encode=encode, decode=decode),
+                    encodings.Encoder('t', pack=encode, unpack=decode),
+                    encodings.Encoder('t', encode, unpack=decode)):
+        assert (encoder.encode, encoder.decode) == (encode, decode)
+        assert (encoder.pack, encoder.unpack) == (encode, decode)
+        assert encoder.decode(encoder.encode('é')) == 'é'
+
+
+@pytest.mark.parametrize('kwargs, match', [
+    ({'encode': str.encode, 'pack': str.encode, 'decode': bytes.decode}, 'not both'),
+    ({'encode': str.encode, 'decode': bytes.decode, 'unpack': bytes.decode}, 'not both'),
+    ({'encode': str.encode}, 'must be callable'),
+    ({'unpack': bytes.decode}, 'must be callable'),
+    ({'pack': 'x', 'unpack': bytes.decode}, 'must be callable'),
+])
+def test_an_encoder_refuses_a_function_missing_or_given_twice(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        encodings.Encoder('t', **kwargs)

@@ -1,5 +1,9 @@
 """The store: :func:`open`, and :class:`Store`, which ties the layers together.
 
+The package holds the store's parts: :mod:`centidb.store.admin` (the
+collections open in this session) and :mod:`centidb.store.verify` (the
+checks of :meth:`Store.verify`).
+
 ``centidb.open('lmdb', path=...)`` or ``Store(engine)`` gives a
 :class:`Store` on one engine. It holds the store's
 :class:`~centidb.txn.TxnManager` (transactions) and
@@ -31,57 +35,25 @@ of a collection is written.
 
 from __future__ import annotations
 
-import threading
 from types import TracebackType
-from typing import Any, Callable, Dict, Literal, Tuple, TypeVar
+from typing import Any, Callable, List, Literal, TypeVar
 
 from centidb import encodings
-from centidb.admin import CollectionAdmin, check_name
+from centidb.store.admin import OpenCollections, check_name, remove_record
 from centidb.catalog import Catalog
-from centidb.metarecords import CollectionInfo
 from centidb.collection import Collection
 from centidb.encodings import Encoder
 from centidb.engines import Engine, EngineTransaction, get_engine_class
-from centidb.errors import CentiError, ConflictError, EncoderMismatchError, KeyKindMismatchError
-from centidb.hooks import StoreHooks
+from centidb.errors import CentiError, ConflictError
+from centidb.hooks import CommitHooks
 from centidb.txn import Change, Transaction, TxnManager
-from centidb.verify import Problem, check_collection, check_metadata, check_storage, find_orphans
+from centidb.store.verify import Problem, check_collection, check_metadata, check_storage, find_orphans
 
 __all__ = ['open', 'Store', 'Transaction']
 
 _Self = TypeVar('_Self', bound='Store')
 _R = TypeVar('_R')
-
-# The names the store keeps its own built-in encoders and packers under.
-
-# A collection's stored metadata and its index ids (name -> prefix id).
-_Stored = Tuple[CollectionInfo, Dict[str, int]]
-
-
-def _packer_mismatch(coll_name: str, packer_name: str, given_name: str) -> EncoderMismatchError:
-    return EncoderMismatchError(
-        f'collection {coll_name!r} was created with packer {packer_name!r}, not '
-        f'{given_name!r}; pass packer= to put() or batch() to pack some '
-        f'records differently')
-
-
-def _check_reopen_args(coll: Collection, key_func: Callable[[Any], Any] | None,
-                       txn_key_func: Callable[[Transaction, Any], Any] | None,
-                       encoder: Encoder | None, packer: Encoder | None,
-                       counter_name: str | None) -> None:
-    if encoder is not None and encoder.name != coll.encoder.name:
-        raise EncoderMismatchError(
-            f'collection {coll.name!r} uses encoder {coll.encoder.name!r}, '
-            f'not {encoder.name!r}')
-    if packer is not None and packer.name != coll.packer.name:
-        raise _packer_mismatch(coll.name, coll.packer.name, packer.name)
-    if counter_name is not None and counter_name != coll.counter_name:
-        raise ValueError(f'collection {coll.name!r} uses counter '
-                         f'{coll.counter_name!r}, not {counter_name!r}')
-    if (key_func is not None and key_func is not coll.key_func) or (
-            txn_key_func is not None and txn_key_func is not coll.txn_key_func):
-        raise ValueError(f'collection {coll.name!r} is already open in this '
-                         f'store with another key function')
+_Hook = TypeVar('_Hook', bound=Callable[[List[Change]], object])
 
 
 def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
@@ -123,7 +95,7 @@ def open(engine: str | type[Engine], *,  # noqa: A001 - the API name
         raise
 
 
-class Store(CollectionAdmin, StoreHooks):
+class Store:
     """A centidb store on an open :class:`~centidb.engines.Engine`.
 
     Creates the store format record on an empty engine. A context manager:
@@ -158,9 +130,8 @@ class Store(CollectionAdmin, StoreHooks):
         self._txns = TxnManager(engine, self, on_write=self._refresh)
         # Clients creating one store at once may conflict: run it again.
         self._catalog = self._txns.retry_conflicts(Catalog, self._txns, max_unpacked_size)
-        self._collections: dict[str, Collection] = {}
-        self._commit_hooks: list[Callable[[list[Change]], object]] = []
-        self._hooks_lock = threading.Lock()     # serializes registering and removing
+        self._collections = OpenCollections(self, self._txns, self._catalog)
+        self._hooks = CommitHooks(self._collections.record_changes)
         self.default_encoder: Encoder = self._catalog.encoder(
             'msgpack')  # type: ignore[assignment]  # built in, so always registered
         #: Whether a new collection keeps checksums when ``collection()``
@@ -264,98 +235,13 @@ class Store(CollectionAdmin, StoreHooks):
         for label, func in (('key_func', key_func), ('txn_key_func', txn_key_func)):
             if func is not None and not callable(func):
                 raise TypeError(f'{label} must be callable')
-        coll = self._txns.retry_conflicts(self._open_collection_once, name, key_func,
-                                          txn_key_func, encoder, packer, counter_name, checksum)
+        coll = self._txns.retry_conflicts(
+            self._collections.open, name, key_func, txn_key_func, encoder, packer, counter_name,
+            self.default_encoder, self.checksums if checksum is None else bool(checksum))
         if checksum is not None and bool(checksum) != coll.checksum:
             raise ValueError(f'collection {name!r} was created '
                              f'{"with" if coll.checksum else "without"} checksums')
         return coll
-
-    def _open_collection_once(self, name: str, key_func: Callable[[Any], Any] | None,
-                              txn_key_func: Callable[[Transaction, Any], Any] | None,
-                              encoder: Encoder | None, packer: Encoder | None,
-                              counter_name: str | None, checksum: bool | None) -> Collection:
-        with self._catalog.lock:
-            coll = self._collections.get(name)
-            if coll is not None:
-                _check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
-                                   counter_name)
-                return coll
-        catalog = self._catalog
-        key_kind = ('key_func' if key_func is not None else
-                    'txn_key_func' if txn_key_func is not None else None)
-        stored = self._txns.run(None, False, self._stored_meta, name)
-        if stored is None:
-            encoder = encoder or self.default_encoder
-            packer = packer or encodings.PLAIN_PACKER
-            catalog.encoder_id(encoder)
-            catalog.encoder_id(packer)
-            with self._txns.writing() as txn:
-                info, created = catalog.create_collection(
-                    txn, name, encoder, packer, counter_name, key_kind or 'auto',
-                    self.checksums if checksum is None else bool(checksum))
-                index_ids = {} if created else catalog.index_ids(
-                    txn.engine_txn, info['id'])  # type: ignore[arg-type]  # txn is open
-                coll = self._add_collection(name, (info, index_ids), key_func, txn_key_func,
-                                            encoder, packer, counter_name)
-                if created:
-                    txn.undo.append(lambda: self._forget_collection(
-                        coll, 'the transaction that created it was aborted'))
-            return coll
-        return self._add_collection(name, stored, key_func, txn_key_func, encoder, packer,
-                                    counter_name)
-
-    def _stored_meta(self, txn: Transaction, etxn: EngineTransaction,
-                     name: str) -> _Stored | None:
-        """``(metadata, index ids)`` of collection `name`, or None."""
-        info = self._catalog.collection_info(etxn, name)
-        return None if info is None else (info, self._catalog.index_ids(etxn, info['id']))
-
-    def _add_collection(self, name: str, stored: _Stored,
-                        key_func: Callable[[Any], Any] | None,
-                        txn_key_func: Callable[[Transaction, Any], Any] | None,
-                        encoder: Encoder | None, packer: Encoder | None,
-                        counter_name: str | None) -> Collection:
-        with self._catalog.lock:
-            coll = self._collections.get(name)
-            if coll is None:
-                coll = self._open_collection(name, stored, key_func, txn_key_func,
-                                             encoder, packer)
-                self._collections[name] = coll
-            else:
-                _check_reopen_args(coll, key_func, txn_key_func, encoder, packer,
-                                   counter_name)
-            return coll
-
-    def _open_collection(self, name: str, stored: _Stored,
-                         key_func: Callable[[Any], Any] | None,
-                         txn_key_func: Callable[[Transaction, Any], Any] | None,
-                         encoder: Encoder | None, packer: Encoder | None) -> Collection:
-        info, index_ids = stored
-        kind = info.get('key')      # None: a store from before kinds were recorded
-        given = ('key_func' if key_func is not None else
-                 'txn_key_func' if txn_key_func is not None else None)
-        if kind is not None and given is not None and given != kind:
-            made = 'auto-increment keys' if kind == 'auto' else f'a {kind}'
-            raise KeyKindMismatchError(
-                f'collection {name!r} was created with {made}; it cannot be '
-                f'reopened with a {given}')
-        if encoder is None:
-            encoder = self._catalog.registered(info['encoder'], name)
-        elif encoder.name != info['encoder']:
-            raise EncoderMismatchError(
-                f'collection {name!r} was created with encoder '
-                f'{info["encoder"]!r}; reopening it with {encoder.name!r} would '
-                f'mis-decode its records')
-        if packer is None:
-            packer = self._catalog.registered(info['packer'], name)
-        elif packer.name != info['packer']:
-            raise _packer_mismatch(name, info['packer'], packer.name)
-        self._catalog.encoder_id(encoder)
-        self._catalog.encoder_id(packer)
-        packer = self._catalog.packer_for(packer)
-        return Collection(self, self._txns, self._catalog, name, info, key_func,
-                          txn_key_func, encoder, packer, index_ids)
 
     # --- checking --------------------------------------------------------------------
 
@@ -380,7 +266,7 @@ class Store(CollectionAdmin, StoreHooks):
 
         :param progress: called as ``progress(name)`` before each collection
             is checked, in name order (for a progress bar).
-        :returns: a ``list`` of :class:`~centidb.verify.Problem`, each naming
+        :returns: a ``list`` of :class:`~centidb.store.verify.Problem`, each naming
             the collection and key where it can.
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
@@ -402,14 +288,192 @@ class Store(CollectionAdmin, StoreHooks):
             coll = self._collections.get(name)
             if coll is None or coll.coll_id != info['id']:
                 try:
-                    coll = self._open_collection(name, (info, index_ids), None, None, None,
-                                                 None)
+                    coll = self._collections.make(name, (info, index_ids), None, None, None,
+                                                  None)
                 except CentiError as exc:
                     problems.append(Problem(name, None, f'not checked: {exc}'))
                     continue
             problems += check_collection(etxn, coll, index_ids, counters.get(info['counter']))
         problems += find_orphans(etxn, owned)
         return problems
+
+    # --- listing, dropping, renaming; removing a record ---------------------------------
+
+    def collections(self, txn: Transaction | None = None) -> list[str]:
+        """The sorted names of every collection in the store.
+
+        Read from the store's metadata, so collections other processes
+        created (and not opened in this session) are listed too.
+
+        :param txn: a :class:`Transaction` of this store to read in
+            (default: see the module doc).
+        :returns: a ``list`` of ``str``.
+        :raises TypeError: if `txn` is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended.
+        :raises ~centidb.errors.StoreFormatError: if a collection's metadata
+            is unreadable.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        return self._collections.names(txn)
+
+    def drop_collection(self, name: str, txn: Transaction | None = None) -> None:
+        """Delete the collection `name`: its records, indexes and metadata.
+
+        In one write transaction, deletes every record (batches too), every
+        entry of every index stored for it (added in this session or not),
+        the metadata of its indexes and its own, and its key counter when
+        that has the default name (``'<name>:key'``; a counter named with
+        ``counter_name=`` may be shared, so it is kept). The collection
+        object of this session, and its indexes, are detached: using them
+        raises :class:`~centidb.errors.StoreError`. Other store objects and
+        processes detach theirs at their next write transaction.
+        ``collection(name)`` afterwards makes a new, empty collection, with
+        new prefix ids. If the transaction aborts, nothing changes, and the
+        collection object works again. A transaction of its own is run again
+        if it conflicts with another client's (see
+        :meth:`~centidb.txn.TxnManager.retry_conflicts`). Like every write
+        transaction on LevelDB, the deletions are held in memory until the
+        commit.
+
+        :param name: the collection's name.
+        :param txn: a write :class:`Transaction` of this store to run in, so
+            the drop commits or aborts with it (default: see the module
+            doc).
+        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
+            the store has no collection `name`.
+        :raises TypeError: for an empty or non-``str`` `name`, or a `txn`
+            that is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._collections.drop(name, txn)
+
+    def rename_collection(self, old: str, new: str, txn: Transaction | None = None) -> None:
+        """Give the collection `old` the name `new`.
+
+        Only its metadata moves (records and index entries are stored under
+        its prefix id, which stays), so this is quick whatever the size. Its
+        key counter moves too when it has the default name
+        (``'<old>:key'``). The collection object of this session is
+        detached, as by :meth:`drop_collection`: open it again with
+        ``collection(new)``. A transaction of its own is run again if it
+        conflicts with another client's, as for :meth:`drop_collection`.
+
+        :param old: the collection's name.
+        :param new: its new name, a non-empty ``str``.
+        :param txn: a write :class:`Transaction` of this store to run in
+            (default: see the module doc).
+        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
+            the store has no collection `old`.
+        :raises ~centidb.errors.CollectionExistsError: (a ``ValueError``) if
+            a collection `new` exists (`new` equal to `old` included).
+        :raises TypeError: for an empty or non-``str`` name, or a `txn`
+            that is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        self._collections.rename(old, new, txn)
+
+    def remove_record(self, name: str, key: object, txn: Transaction | None = None, *,
+                      whole_batch: bool = False) -> bool:
+        """Delete the record under `key` of collection `name` without reading its value.
+
+        For a record whose stored bytes cannot be decoded (``get()`` and
+        ``verify()`` report it): ``delete()`` decodes the old value to find
+        its index entries, so it raises
+        :class:`~centidb.errors.CorruptRecordError` for such a record. This
+        deletes the stored value as it is, and finds the entries by reading
+        every entry of every index stored for the collection (added in this
+        session or not), removing those that point at `key`: it costs a
+        scan of the collection's indexes, so it is not a replacement for
+        ``delete()``. The collection's before-write hooks are not called;
+        :meth:`~centidb.store.Store.on_commit` hooks get
+        ``Change(name, key, None)`` if a value was deleted (for a batch, for
+        `key` only: the other records' keys are not read).
+
+        A record inside a batch (see ``Collection.batch()``) is stored in
+        one value with the other records of the batch: with `whole_batch`
+        that value is deleted, every record of the batch with it, and the
+        entries pointing at any of them; without it, this raises.
+
+        :param name: the collection's name.
+        :param key: the record's key tuple (a bare value means a 1-tuple).
+        :param txn: a write :class:`Transaction` of this store to run in
+            (default: see the module doc).
+        :param whole_batch: delete the whole batch when `key` is in one.
+        :returns: True if a value was deleted; False if nothing was stored
+            under `key` (index entries pointing at it are deleted all the
+            same).
+        :raises ~centidb.errors.UnknownCollectionError: (a ``KeyError``) if
+            the store has no collection `name`.
+        :raises ValueError: if `key` is in a batch and `whole_batch` is
+            false; the message names the batch's first and last keys.
+        :raises TypeError: for an empty or non-``str`` `name`, a `key` that
+            is not a key, or a `txn` that is not a transaction of this store.
+        :raises ~centidb.errors.TransactionError: if `txn` has ended or is
+            read-only.
+        :raises ~centidb.errors.EngineClosedError: if the store is closed.
+        """
+        return remove_record(self._txns, self._catalog, name, key, txn, whole_batch)
+
+    def _refresh(self, etxn: EngineTransaction) -> None:
+        """Reload the open collections' metadata if another process changed it."""
+        self._collections.refresh(etxn)
+
+    # --- hooks -------------------------------------------------------------------------
+
+    def on_commit(self, hook: _Hook) -> _Hook:
+        """Call ``hook(changes)`` after each write transaction that changed records commits.
+
+        `changes` is a new ``list`` of :class:`~centidb.txn.Change`
+        ``(collection, key, value)``, one per record written or deleted, in
+        the order of the writes (``value`` is the value given to ``put()``,
+        ``None`` for a delete). Every write reports its change:
+        ``put()``, ``put_many()``, ``delete()``, ``delete_many()``,
+        ``coll[key] = value``, ``del coll[key]``, in a transaction of their
+        own or joined to one. A transaction that aborts, or changed no
+        record, calls nothing; neither do the records of a ``put_many()`` or
+        ``delete_many()`` that failed and wrote nothing. ``batch()``,
+        ``drop_collection()``, ``rename_collection()``, counters and index
+        changes report nothing: they change no record's value.
+
+        The hook runs in the committing thread once the engine has committed
+        and the transaction has ended (a write it makes runs in a
+        transaction of its own, whose changes call the hooks again). An
+        exception from a hook propagates to the caller of the commit (the
+        ``with store.begin(write=True)`` block, ``commit()``, or a ``put()``
+        or other call that committed a transaction of its own), but the
+        commit stands, as durable as any other. When several hooks are registered, all run, in the
+        order registered, even if one raises; the first exception is then
+        raised (on Python 3.11 and later, noting the others).
+
+        While a store has hooks, every write also records its change, which
+        costs some speed (a bulk load runs at two thirds to three quarters
+        of its rate, see :doc:`perf`); without hooks the write paths are
+        exactly as before. A hook registered while a write transaction is
+        open sees the changes made after it was registered. A
+        transaction's changes are held in memory until it ends.
+
+        Returns `hook`, so it works as a decorator.
+
+        :param hook: ``hook(changes)``; what it returns is ignored.
+        :returns: `hook`.
+        :raises TypeError: if `hook` is not callable.
+        """
+        return self._hooks.add(hook)
+
+    def remove_hook(self, hook: Callable[[list[Change]], object]) -> None:
+        """Stop calling a hook registered with :meth:`on_commit`.
+
+        A hook registered twice is called twice, and removed once by each
+        call. Without hooks left, writes take the fast paths again.
+
+        :param hook: the hook, as given to :meth:`on_commit`.
+        :raises ValueError: if `hook` is not registered.
+        """
+        self._hooks.remove(hook)
 
     # --- counters -------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""centidb.verify: Store.verify() finds what is wrong, and Collection.reindex() repairs indexes."""
+"""centidb.store.verify: Store.verify() finds what is wrong, and Collection.reindex() repairs indexes."""
 
 import json
 
@@ -7,7 +7,7 @@ import pytest
 import centidb
 from centidb import batches, checksums, keylib, metarecords
 from centidb.errors import CorruptRecordError, UnknownIndexError
-from centidb.verify import Problem, key_problem
+from centidb.store.verify import Problem, key_problem
 from stores import ENGINE_NAMES, open_store
 
 

@@ -2,9 +2,10 @@
 
 Snapshots at a revision, optimistic conflicts (a read key, a read range, a
 partly read range; disjoint ranges do not conflict), commits past etcd's
-limits (refused before anything is written), prefix isolation, endpoint
-failover, and faults: a follower killed, the leader killed mid-workload, and
-two client processes writing through ``Store.transact`` at once.
+limits (refused before anything is written), prefix isolation, and faults:
+a follower killed, the leader killed mid-workload, and two client processes
+writing through ``Store.transact`` at once. The client's loading and
+endpoint failover are in ``test_engines_etcd_client.py``.
 
 Most tests use the session's cluster (``etcd_cluster`` in conftest.py); the
 fault tests have a cluster of their own (``faulty``), since they kill
@@ -23,11 +24,9 @@ import pytest
 
 import centidb
 from centidb.errors import (
-    ClusterUnavailableError,
     ConflictError,
     EngineError,
     LimitExceededError,
-    OptionalDependencyError,
     UnknownIndexError,
 )
 
@@ -66,29 +65,6 @@ def test_import_centidb_imports_no_client_library():
     assert result.stdout.strip() == '[]'
 
 
-def test_a_missing_client_library_names_the_extra():
-    result = run_python('''
-        import sys
-
-        class Block:
-            def find_spec(self, name, path=None, target=None):
-                if name.split('.')[0] in ('grpc', 'pyetcd'):
-                    raise ImportError(f'No module named {name!r} (blocked)')
-
-        sys.meta_path.insert(0, Block())
-        import centidb
-        from centidb.errors import OptionalDependencyError
-        try:
-            centidb.open('EtcdEngine', endpoints=['127.0.0.1:9'])
-        except OptionalDependencyError as exc:
-            print(isinstance(exc, ImportError), exc)
-    ''')
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith('True ')
-    assert 'pip install centidb[etcd]' in result.stdout
-    assert issubclass(OptionalDependencyError, ImportError)
-
-
 @pytest.mark.parametrize('kwargs, error, match', [
     ({'endpoints': []}, ValueError, 'at least one'),
     ({'endpoints': ['localhost']}, ValueError, "not 'host:port'"),
@@ -113,19 +89,6 @@ def test_endpoints_accept_one_string_and_http_urls():
     with centidb.engines.get_engine_class('EtcdEngine')('http://127.0.0.1:9/') as eng:
         assert eng.endpoints == ['127.0.0.1:9']
         assert repr(eng) == "<EtcdEngine(127.0.0.1:9, prefix=b'centidb/') open>"
-
-
-def test_no_endpoint_answering_raises_in_bounded_time():
-    require_etcd()
-    dead = [f'127.0.0.1:{port}' for port in unused_ports(2)]
-    with centidb.engines.get_engine_class('EtcdEngine')(dead, timeout=1) as eng:
-        started = time.monotonic()
-        with pytest.raises(ClusterUnavailableError, match='answered within 1 s'):
-            eng.get(b'k')
-        with pytest.raises(ClusterUnavailableError, match='outcome is unknown'):
-            eng.put(b'k', b'v')
-        assert time.monotonic() - started < 30
-    assert issubclass(ClusterUnavailableError, ConnectionError)
 
 
 def unused_ports(count):
@@ -505,15 +468,6 @@ def test_stores_under_different_prefixes_do_not_meet(etcd_cluster):
         assert list(one.items()) == [(b'j', b'1')]
         new = set(raw_keys(one)) - everything
         assert new and all(k.startswith((one.prefix, two.prefix)) for k in new)
-
-
-def test_a_dead_first_endpoint_fails_over(etcd_cluster):
-    dead = f'127.0.0.1:{unused_ports(1)[0]}'
-    with open_engine(etcd_cluster) as eng, \
-            centidb.engines.get_engine_class('EtcdEngine')(
-                [dead, *etcd_cluster.endpoints], prefix=eng.prefix) as failing:
-        failing.put(b'k', b'v')
-        assert eng.get(b'k') == b'v' and failing.get(b'k') == b'v'
 
 
 # --- faults: a cluster of their own ----------------------------------------------------------
