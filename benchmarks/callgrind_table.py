@@ -6,7 +6,9 @@ Usage: python benchmarks/callgrind_table.py [--engine lmdb|leveldb]
 Each row runs ``callgrind_ops.py`` under ``valgrind --tool=callgrind`` at 0
 and at N passes (default 1); one pass costs the difference divided by N,
 which leaves out loading and start-up. Only the main thread is counted
-(LevelDB compacts in threads of its own). ``--python`` names the interpreter
+(LevelDB compacts in threads of its own). ``PYTHONHASHSEED`` is 0 unless
+set: with a random seed, dict and set layouts change from run to run and
+move a row's count by several percent. ``--python`` names the interpreter
 (and so the centidb checkout installed in it) to measure, which lets one
 copy of this script compare two commits. Prints CSV: engine, op, who,
 instructions per pass, and raw / centidb when both ran.
@@ -31,7 +33,8 @@ def instructions(python: str, who: str, op: str, passes: int, engine: str) -> in
         run = subprocess.run(
             ['valgrind', '--tool=callgrind', '--separate-threads=yes',
              f'--callgrind-out-file={out}', python, os.path.join(HERE, 'callgrind_ops.py'),
-             who, op, str(passes), engine], capture_output=True, text=True)
+             who, op, str(passes), engine], capture_output=True, text=True,
+            env={**os.environ, 'PYTHONHASHSEED': os.environ.get('PYTHONHASHSEED', '0')})
         main_thread = out + '-01'
         if run.returncode or not os.path.exists(main_thread):
             raise RuntimeError(f'callgrind failed for {who} {op}:\n{run.stderr[-2000:]}')
