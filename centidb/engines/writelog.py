@@ -256,11 +256,10 @@ class _WriteLog(EngineTransaction):
         self._pending = self._fast_put_many = self._fast_put = None
 
 
-_first = operator.itemgetter(0)
-_first_two = operator.itemgetter(slice(0, 2))
 
 #: The number of cells of a :class:`LogCalls`' `heads`.
 HEADS = 1024
+_CELL_MASK = HEADS - 1
 _EVERY_CELL = b'\x01' * HEADS
 # _may_write_in looks at most this many two-byte prefixes, then guesses yes.
 _MOST_PREFIXES = 64
@@ -272,7 +271,7 @@ def _two_bytes(key: bytes) -> int:
 
 
 def _prefix_cell(prefix: int) -> int:
-    return ((prefix >> 8) * 37 + (prefix & 0xff)) & (HEADS - 1)
+    return ((prefix >> 8) * 37 + (prefix & 0xff)) & _CELL_MASK
 
 
 def head_cell(key: bytes) -> int:
@@ -560,8 +559,8 @@ class LogCalls:
         """
         heads = self.heads
         if type(pairs) is list:
-            for head in set(map(_first_two, map(_first, pairs))):
-                heads[head_cell(head)] = 1
+            for pair in pairs:
+                heads[head_cell(pair[0])] = 1
         else:
             heads[:] = _EVERY_CELL     # an iterator can be read once only
         pending = self.pending
