@@ -143,3 +143,33 @@ def test_check_pages_at_open_refuses_the_damaged_file(tmp_path):
     assert data_file in str(info.value)
     with centidb.open('lmdb', path=str(path)) as store:      # the lock was released
         assert len(store.verify()) == 1
+
+
+def _healthy_data_file(tmp_path):
+    with centidb.open('LmdbEngine', path=str(tmp_path / 'healthy')) as store:
+        store.collection('c').put({'n': 1}, key=1)
+    with open(tmp_path / 'healthy' / 'data.mdb', 'rb') as f:
+        return f.read()
+
+
+def test_an_empty_data_file_is_given_time_to_receive_its_meta_pages(tmp_path):
+    """Another process creating the store makes data.mdb empty, then writes it."""
+    import threading
+    data = _healthy_data_file(tmp_path)
+    empty = tmp_path / 'data.mdb'
+    empty.write_bytes(b'')
+    writer = threading.Timer(0.2, empty.write_bytes, (data,))
+    writer.start()
+    try:
+        lmdbmeta.check_data_file(str(empty))
+    finally:
+        writer.join()
+    assert empty.read_bytes() == data
+
+
+def test_an_empty_data_file_that_stays_empty_is_truncated(tmp_path, monkeypatch):
+    monkeypatch.setattr(lmdbmeta, 'CREATING_WAIT', 0.05)
+    empty = tmp_path / 'data.mdb'
+    empty.write_bytes(b'')
+    with pytest.raises(DatabaseCorruptError, match='truncated: 0 bytes'):
+        lmdbmeta.check_data_file(str(empty))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import struct
+import time
 from typing import Callable
 
 from centidb.errors import DatabaseCorruptError
@@ -73,6 +74,7 @@ def check_data_file(data_file: str, pages: bool = False) -> None:
     """
     try:
         with open(data_file, 'rb') as f:
+            _wait_while_empty(f.fileno())
             for _ in range(TRIES):
                 metas = _meta_bytes(f.fileno())
                 problem = _problem(data_file, f.fileno(), *metas)
@@ -88,6 +90,17 @@ def check_data_file(data_file: str, pages: bool = False) -> None:
         return   # unreadable: lmdb.open reports why
     if pages and (problem := check_pages(data_file)) is not None:
         raise DatabaseCorruptError(problem)
+
+
+def _wait_while_empty(fd: int) -> None:
+    """Return once the file has bytes, or after :data:`CREATING_WAIT` seconds.
+
+    A process creating the store makes the file empty, then writes its
+    meta pages: another process opening it meanwhile sees it empty.
+    """
+    deadline = time.monotonic() + CREATING_WAIT
+    while os.fstat(fd).st_size == 0 and time.monotonic() < deadline:
+        time.sleep(0.005)
 
 
 def check_pages(data_file: str) -> str | None:
@@ -341,3 +354,6 @@ def _possible_txnids(first: int, second: int) -> bool:
 #: page changes while it is read (another process is committing) before it
 #: leaves the file to LMDB.
 TRIES = 3
+#: How long an empty data file is given to receive the meta pages of the
+#: process creating it before it counts as truncated, in seconds.
+CREATING_WAIT = 2.0
