@@ -8,6 +8,8 @@ in :mod:`centidb.engines`, record encoders and packers in
 :mod:`centidb.encodings`, exceptions in :mod:`centidb.errors`.
 """
 
+# First: its import hook decides how the modules in impl.PURE_MODE load.
+from centidb import impl  # noqa: F401
 from centidb.collection import Collection
 from centidb.index import Index
 from centidb.keylib import Desc

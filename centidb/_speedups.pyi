@@ -6,9 +6,7 @@ documentation. ``tests/test_typing.py`` checks this stub against the built
 module (mypy's stubtest) and against the pure signatures.
 """
 
-from array import array
-from mmap import mmap
-from typing import Any, Callable, ClassVar, Iterable, Iterator, MutableMapping
+from typing import Any, Callable, ClassVar, Iterable, Iterator
 
 from typing_extensions import disjoint_base
 
@@ -254,22 +252,3 @@ class TxnState:
     engine_txn: EngineTransaction | None
     def __init__(self, manager: TxnManager, write: bool,
                  engine_txn: EngineTransaction | None) -> None: ...
-
-# --- _writelog.pxi: centidb/engines/writelog.py --------------------------------
-
-@disjoint_base
-class LogCalls:
-    def __init__(self, pending: MutableMapping[bytes, Any],
-                 frozen_get: Callable[[bytes], Any] | None,
-                 committed: Callable[[bytes], bytes | None], freeze_at: int,
-                 freeze: Callable[[], object], deleted: Callable[[], object],
-                 tombstone: object, heads: bytearray) -> None: ...
-    def get(self, key: bytes) -> bytes | None: ...
-    def put(self, key: bytes, value: bytes) -> None: ...
-    def put_many(self, pairs: list[tuple[bytes, bytes]]) -> None: ...
-    def delete(self, key: bytes) -> None: ...
-
-def freeze_table(table: dict[bytes, bytes], cells: bytearray,
-                 number: int) -> tuple[list[bytes], bytes, array[int]]: ...
-def put_pairs(block: mmap, offsets: array[int],
-              put: Callable[[bytes, bytes], object]) -> None: ...

@@ -11,9 +11,7 @@
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
   ``RecordReader``, mirroring ``centidb/records.py``;
 * ``_collection.pxi``, ``_index.pxi``, ``_query.pxi``: the entry points of
-  ``Collection.get``/``put`` and ``Index.get``, and ``count_groups``;
-* ``_writelog.pxi``: ``freeze_table``, mirroring
-  ``centidb/engines/writelog.py``.
+  ``Collection.get``/``put`` and ``Index.get``, and ``count_groups``.
 
 The pure-Python modules hold the documentation and are the reference (public
 functions are compiled with ``binding=True`` so the chooser can copy their
@@ -71,4 +69,3 @@ include "_records.pxi"
 include "_collection.pxi"
 include "_index.pxi"
 include "_query.pxi"
-include "_writelog.pxi"

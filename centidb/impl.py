@@ -3,12 +3,18 @@
 centidb's hot paths exist twice: the pure-Python reference (in
 :mod:`centidb.keylib` and :mod:`centidb.records`, which hold the
 documentation) and the compiled twin ``centidb._speedups``, whose
-``TWINS`` tuple lists the names it provides. This module alone decides which
-is active, from two environment variables read at import:
+``TWINS`` tuple lists the names it provides. The modules named in
+:data:`PURE_MODE` exist once: Cython compiles their own ``.py`` source (with
+the types of the ``.pxd`` file beside it) into an extension module of the
+same name, and this module's import hook loads either that or the source.
+This module alone decides which is active, from two environment variables
+read at import:
 
 * ``CENTIDB_NO_SPEEDUPS=1`` forces pure Python;
 * ``CENTIDB_REQUIRE_SPEEDUPS=1`` makes a missing compiled module an
-  ``ImportError`` (a missing one is otherwise a ``RuntimeWarning``).
+  ``ImportError`` (a missing one is otherwise a ``RuntimeWarning``), and so
+  is a compiled :data:`PURE_MODE` module built from another version of its
+  source (otherwise the source is loaded, with a warning).
 
 A module with a twinned function ends with ``name = impl.choose(name)``, so
 every twinned name is looked up here and nowhere else. :data:`IMPL` names the
@@ -17,12 +23,27 @@ active implementation (``'speedups'`` or ``'python'``).
 
 from __future__ import annotations
 
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
+import sys
 import types
 import warnings
-from typing import Callable, TypeVar
+from typing import Callable, Sequence, TypeVar
 
-__all__ = ['IMPL', 'COMPILED', 'choose', 'compiled_module']
+__all__ = ['IMPL', 'COMPILED', 'PURE_MODE', 'choose', 'compiled_module', 'source_version',
+           'compiled_version']
+
+#: The modules Cython compiles from their own source (pure-Python mode).
+#: ``setup.py`` reads this tuple; keep it one literal.
+PURE_MODE = ('centidb.engines.writelog',)
+#: The file, beside the package's compiled modules, in which the build notes
+#: the SHA-256 of each :data:`PURE_MODE` source it compiled, one
+#: ``module digest`` line each.
+SOURCES_FILE = '_compiled_sources.txt'
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _Twinned = TypeVar('_Twinned', bound=Callable[..., object])
 
@@ -73,6 +94,112 @@ def _load() -> types.ModuleType | None:
 COMPILED = _load()
 #: The active implementation: ``'speedups'`` or ``'python'``.
 IMPL = 'python' if COMPILED is None else 'speedups'
+
+
+def _source_path(name: str) -> str:
+    """The ``.py`` file of the :data:`PURE_MODE` module `name`."""
+    return os.path.join(_PACKAGE_DIR, *name.split('.')[1:]) + '.py'
+
+
+def _digest(path: str) -> str:
+    with open(path, 'rb') as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def _compiled_path(name: str) -> tuple[str | None, str]:
+    """The fresh compiled file of the :data:`PURE_MODE` module `name`, or None and why not."""
+    base = _source_path(name)[:-len('.py')]
+    found = [base + suffix for suffix in importlib.machinery.EXTENSION_SUFFIXES
+             if os.path.exists(base + suffix)]
+    if not found:
+        return None, 'it is not built'
+    try:
+        with open(os.path.join(_PACKAGE_DIR, SOURCES_FILE), encoding='ascii') as f:
+            built = dict(line.split() for line in f if line.strip())
+    except (OSError, ValueError):
+        built = {}
+    if built.get(name) != _digest(_source_path(name)):
+        return None, 'it was built from another version of its source'
+    return found[0], ''
+
+
+class _PureModeFinder(importlib.abc.MetaPathFinder):
+    """Loads each :data:`PURE_MODE` module compiled or from source, as :data:`COMPILED` says."""
+
+    def find_spec(self, fullname: str, path: Sequence[str] | None,
+                  target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        """The spec of `fullname` if it is a :data:`PURE_MODE` module, else None."""
+        if fullname not in PURE_MODE:
+            return None
+        if COMPILED is not None:
+            compiled, why = _compiled_path(fullname)
+            if compiled is not None:
+                return importlib.util.spec_from_file_location(
+                    fullname, compiled,
+                    loader=importlib.machinery.ExtensionFileLoader(fullname, compiled))
+            if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
+                raise ImportError(f'CENTIDB_REQUIRE_SPEEDUPS=1 but the compiled {fullname} '
+                                  f'cannot be used: {why}; rebuild centidb (pip install .)')
+            warnings.warn(f'the compiled {fullname} cannot be used: {why}; using its '
+                          f'pure-Python source. Rebuild centidb (pip install .).',
+                          RuntimeWarning, stacklevel=2)
+        source = _source_path(fullname)
+        return importlib.util.spec_from_file_location(
+            fullname, source, loader=importlib.machinery.SourceFileLoader(fullname, source))
+
+
+_versions: dict[tuple[str, bool], types.ModuleType] = {}
+
+
+def source_version(name: str) -> types.ModuleType:
+    """The :data:`PURE_MODE` module `name` run from its source, whichever is active.
+
+    For parity tests and benchmarks. It is a module object of its own
+    (loaded once, not in ``sys.modules``) unless the active one is the
+    source.
+
+    :param name: a name in :data:`PURE_MODE`.
+    """
+    active = sys.modules.get(name)
+    if active is not None and not isinstance(active.__loader__,
+                                             importlib.machinery.ExtensionFileLoader):
+        return active
+    if (name, False) not in _versions:
+        source = _source_path(name)
+        spec = importlib.util.spec_from_file_location(
+            name, source, loader=importlib.machinery.SourceFileLoader(name, source))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _versions[name, False] = module
+    return _versions[name, False]
+
+
+def compiled_version(name: str) -> types.ModuleType | None:
+    """The :data:`PURE_MODE` module `name` compiled, whichever is active; None if not built.
+
+    For parity tests and benchmarks, as :func:`source_version`.
+
+    :param name: a name in :data:`PURE_MODE`.
+    """
+    active = sys.modules.get(name)
+    if active is not None and isinstance(active.__loader__,
+                                         importlib.machinery.ExtensionFileLoader):
+        return active
+    if (name, True) not in _versions:
+        compiled, _ = _compiled_path(name)
+        if compiled is None:
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(name, compiled)
+        spec = importlib.util.spec_from_file_location(name, compiled, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        _versions[name, True] = module
+    return _versions[name, True]
+
+
+sys.meta_path.insert(0, _PureModeFinder())
 
 
 def choose(pure: _Twinned) -> _Twinned:

@@ -28,13 +28,15 @@ from sortedcontainers import SortedDict
 from centidb import impl
 from centidb.engines import TOMBSTONE, MemoryEngine, PlyvelEngine, merge_overlay, writelog
 
-PURE = writelog.PYTHON.freeze_table
-TWIN = getattr(impl.compiled_module(), 'freeze_table', None)
-PUT_PAIRS_TWIN = getattr(impl.compiled_module(), 'put_pairs', None)
-_NOT_BUILT = pytest.mark.skipif(TWIN is None, reason='centidb._speedups is not built')
+# The module run from its source and compiled from it, whichever is active.
+SOURCE = impl.source_version('centidb.engines.writelog')
+BUILT = impl.compiled_version('centidb.engines.writelog')
+PURE = SOURCE.freeze_table
+TWIN = getattr(BUILT, 'freeze_table', None)
+_NOT_BUILT = pytest.mark.skipif(BUILT is None, reason='centidb.engines.writelog is not compiled')
 FREEZERS = [pytest.param(PURE, id='pure'), pytest.param(TWIN, id='twin', marks=_NOT_BUILT)]
-PUTTERS = [pytest.param(writelog.PYTHON.put_pairs, id='pure'),
-           pytest.param(PUT_PAIRS_TWIN, id='twin', marks=_NOT_BUILT)]
+PUTTERS = [pytest.param(SOURCE.put_pairs, id='pure'),
+           pytest.param(getattr(BUILT, 'put_pairs', None), id='twin', marks=_NOT_BUILT)]
 
 
 def test_merge_overlay_directly():
@@ -291,9 +293,8 @@ def test_a_short_hi_leaves_out_the_writes_that_start_with_it(tmp_path):
             assert txn._may_write_in(None, None)        # ranges over many prefixes
 
 
-LOG_CALLS = [pytest.param(writelog.PYTHON.LogCalls, id='pure'),
-             pytest.param(getattr(impl.compiled_module(), 'LogCalls', None), id='twin',
-                          marks=_NOT_BUILT)]
+LOG_CALLS = [pytest.param(SOURCE.LogCalls, id='pure'),
+             pytest.param(getattr(BUILT, 'LogCalls', None), id='twin', marks=_NOT_BUILT)]
 
 
 @pytest.mark.parametrize('log_calls', LOG_CALLS)
@@ -444,12 +445,9 @@ def test_freeze_table_builds_the_block_and_marks_the_keys(freeze, table, bits, n
     assert cells == expected
 
 
-def test_the_freeze_twins_are_active_when_the_compiled_module_is():
-    assert writelog.freeze_table is (PURE if impl.COMPILED is None else TWIN)
-    assert writelog.put_pairs is (writelog.PYTHON.put_pairs if impl.COMPILED is None
-                                  else PUT_PAIRS_TWIN)
-    assert writelog.LogCalls is (writelog.PYTHON.LogCalls if impl.COMPILED is None
-                                 else impl.COMPILED.LogCalls)
+def test_the_compiled_module_is_active_when_the_compiled_codec_is():
+    assert writelog is (SOURCE if impl.COMPILED is None else BUILT)
+    assert writelog.__file__.endswith('.py') == (impl.COMPILED is None)
 
 
 @pytest.mark.parametrize('put_pairs', PUTTERS)
@@ -470,16 +468,4 @@ def test_put_pairs_hands_over_a_segment_in_key_order(put_pairs):
     with pytest.raises(KeyError, match='k003'):
         put_pairs(segment.data, segment.offsets, refuse_the_third)
     assert got == [b'k001', b'k002']
-    segment.close()
-
-
-@_NOT_BUILT
-def test_the_put_pairs_twin_refuses_offsets_outside_the_block():
-    """It reads the block through a pointer: bad offsets must not read past it."""
-    from array import array
-    segment = writelog._Segment(*writelog.freeze_table({b'a': b'1'}, bytearray(8), 1))
-    with pytest.raises(ValueError, match='outside the block of 2 bytes'):
-        PUT_PAIRS_TWIN(segment.data, array('I', [0, 1, 3]), print)
-    with pytest.raises(TypeError, match="type 'I' or 'Q'"):
-        PUT_PAIRS_TWIN(segment.data, array('i', [0, 1, 2]), print)
     segment.close()

@@ -66,7 +66,6 @@ ALIASES = {'__main__', 'cli_commands', 'cli_common', 'cli_dump', 'fields', 'mode
 TESTED_ELSEWHERE = {
     'access': 'test_records.py',
     'fastpath': 'test_records.py',
-    'impl': 'test_keylib.py',
     'mapping': 'test_query_api.py',
     'savepoint': 'test_bulk.py',
     'writing': 'test_records.py',

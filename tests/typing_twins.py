@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Callable, ParamSpec, TypeVar
 
 from centidb import _speedups, collection, index, keylib, query, records, txn
-from centidb.engines import fastcalls, writelog
+from centidb.engines import fastcalls
 
 _T = TypeVar('_T')
 _P = ParamSpec('_P')
@@ -94,17 +94,6 @@ def txn_state_agrees(pure: txn.TxnState, twin: _speedups.TxnState) -> None:
     same([params(txn.TxnState)], [params(_speedups.TxnState)])
     same([(pure.manager, pure.write, pure.engine_txn)],
          [(twin.manager, twin.write, twin.engine_txn)])
-
-
-def freeze_table_agrees() -> None:
-    same([writelog.freeze_table], [_speedups.freeze_table])
-    same([writelog.put_pairs], [_speedups.put_pairs])
-
-
-def log_calls_agree(pure: writelog.LogCalls, twin: _speedups.LogCalls) -> None:
-    same([params(writelog.LogCalls)], [params(_speedups.LogCalls)])
-    same([pure.get, pure.put, pure.put_many, pure.delete],
-         [twin.get, twin.put, twin.put_many, twin.delete])
 
 
 def fast_calls_agree(pure: fastcalls.FastCalls, twin: _speedups.FastCalls) -> None:

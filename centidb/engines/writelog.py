@@ -6,6 +6,9 @@ writes of the in-memory and LevelDB write transactions: one dict entry per
 key written, holding the caller's objects. ``_CompactWriteLog`` (LevelDB's)
 moves them, once they are many, into a compact form: key-sorted segments of
 one memory block each, found again through a filter of key hashes.
+
+Written once: Cython compiles this file as it is, with the types of
+``writelog.pxd`` (see :data:`centidb.impl.PURE_MODE`).
 """
 
 from __future__ import annotations
@@ -17,13 +20,11 @@ import itertools
 import mmap
 import operator
 import sys
-import types
 from array import array
 from typing import Any, Callable, Iterable, Iterator, MutableMapping, Union
 
 from sortedcontainers import SortedDict, SortedList
 
-from centidb import impl
 from centidb.engines.base import _OPEN, EngineTransaction, Item, ItemIterator, _bad_key, _not_bytes
 
 __all__ = ['TOMBSTONE', 'merge_overlay']
@@ -255,11 +256,10 @@ class _WriteLog(EngineTransaction):
         self._pending = self._fast_put_many = self._fast_put = None
 
 
-_first = operator.itemgetter(0)
-_first_two = operator.itemgetter(slice(0, 2))
 
 #: The number of cells of a :class:`LogCalls`' `heads`.
 HEADS = 1024
+_CELL_MASK = HEADS - 1
 _EVERY_CELL = b'\x01' * HEADS
 # _may_write_in looks at most this many two-byte prefixes, then guesses yes.
 _MOST_PREFIXES = 64
@@ -271,7 +271,7 @@ def _two_bytes(key: bytes) -> int:
 
 
 def _prefix_cell(prefix: int) -> int:
-    return ((prefix >> 8) * 37 + (prefix & 0xff)) & (HEADS - 1)
+    return ((prefix >> 8) * 37 + (prefix & 0xff)) & _CELL_MASK
 
 
 def head_cell(key: bytes) -> int:
@@ -498,8 +498,8 @@ class LogCalls:
     for a key (a snapshot), so that reading a record and writing it back
     reads the database once. Every key written or deleted sets its cell of
     `heads` (see :func:`head_cell`), so that an ordered read can tell that
-    no pending write falls in its range. Twinned: compiled, each is a C
-    method, not a Python frame.
+    no pending write falls in its range. Compiled, each is a C method, not a
+    Python frame.
 
     :param pending: the pending writes, a dict or a ``SortedDict`` (key ->
         value or `tombstone`).
@@ -559,8 +559,8 @@ class LogCalls:
         """
         heads = self.heads
         if type(pairs) is list:
-            for head in set(map(_first_two, map(_first, pairs))):
-                heads[head_cell(head)] = 1
+            for pair in pairs:
+                heads[head_cell(pair[0])] = 1
         else:
             heads[:] = _EVERY_CELL     # an iterator can be read once only
         pending = self.pending
@@ -787,12 +787,3 @@ def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], 
     def set_value(key: bytes) -> None:
         table[key] = value
     return set_value
-
-
-#: The pure-Python reference of the twinned names, whichever is active.
-PYTHON = types.SimpleNamespace(freeze_table=freeze_table, put_pairs=put_pairs,
-                               LogCalls=LogCalls)
-
-freeze_table = impl.choose(freeze_table)
-put_pairs = impl.choose(put_pairs)
-LogCalls = impl.choose(LogCalls)  # type: ignore[misc]
