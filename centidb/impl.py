@@ -139,9 +139,11 @@ class _PureModeFinder(importlib.abc.MetaPathFinder):
                     loader=importlib.machinery.ExtensionFileLoader(fullname, compiled))
             if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
                 raise ImportError(f'CENTIDB_REQUIRE_SPEEDUPS=1 but the compiled {fullname} '
-                                  f'cannot be used: {why}; rebuild centidb (pip install .)')
+                                  f'cannot be used: {why}; rebuild it (bash dev/setup.sh in a '
+                                  f'checkout, else reinstall centidb)')
             warnings.warn(f'the compiled {fullname} cannot be used: {why}; using its '
-                          f'pure-Python source. Rebuild centidb (pip install .).',
+                          f'pure-Python source. Rebuild it (bash dev/setup.sh in a checkout, else '
+                          f'reinstall centidb).',
                           RuntimeWarning, stacklevel=2)
         source = _source_path(fullname)
         return importlib.util.spec_from_file_location(
