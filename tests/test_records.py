@@ -442,3 +442,78 @@ def test_the_twin_write_many_hands_the_engine_pairs_the_collector_does_not_walk(
     finally:
         for store, _ in stores:
             store.close()
+
+
+# --- RecordWriter.write_many and Record, through the public API ---------------------
+# These run the active implementation (compiled or pure, as the pass says).
+
+
+def _store_with_index(name='c', **options):
+    import centidb
+    store = centidb.open('LmdbEngine', path=options.pop('path')) if 'path' in options \
+        else centidb.open('ListEngine')
+    coll = store.collection(name, **options)
+    by_w = coll.add_index('w', lambda r: r['w'])
+    return store, coll, by_w
+
+
+@pytest.mark.parametrize('blind', [False, True])
+def test_put_many_numbers_counter_keys_one_after_another(blind):
+    store, coll, _ = _store_with_index()
+    assert coll.put_many([{'w': i} for i in range(5)], blind=blind) == [(1,), (2,), (3,), (4,), (5,)]
+    assert coll.put_many([{'w': 9}], blind=blind) == [(6,)]
+    assert [key for key in coll.keys()] == [(n,) for n in range(1, 7)]
+    assert store.verify() == []
+
+
+def test_put_many_over_stored_records_drops_their_old_index_entries():
+    store, coll, by_w = _store_with_index(key_func=lambda r: r['k'])
+    coll.put_many([{'k': k, 'w': f'old{k}'} for k in range(6)])
+    coll.put_many([{'k': k, 'w': f'new{k}'} for k in range(2, 4)])
+    assert [by_w.get(f'old{k}') for k in range(6)] == [
+        {'k': 0, 'w': 'old0'}, {'k': 1, 'w': 'old1'}, None, None,
+        {'k': 4, 'w': 'old4'}, {'k': 5, 'w': 'old5'}]
+    assert by_w.get('new2') == {'k': 2, 'w': 'new2'} and by_w.get('new3') == {'k': 3, 'w': 'new3'}
+    assert by_w.count() == 6 and store.verify() == []
+
+
+def test_put_many_of_one_key_twice_keeps_only_the_last_versions_entries():
+    store, coll, by_w = _store_with_index(key_func=lambda r: r['k'])
+    coll.put_many([{'k': 1, 'w': 'a'}, {'k': 2, 'w': 'b'}, {'k': 1, 'w': 'c'},
+                   {'k': 3, 'w': 'd'}])
+    assert [rec for rec in coll.values()] == [{'k': 1, 'w': 'c'}, {'k': 2, 'w': 'b'},
+                                               {'k': 3, 'w': 'd'}]
+    assert by_w.get('a') is None and by_w.get('c') == {'k': 1, 'w': 'c'}
+    assert [tup for tup, _ in by_w.items()] == [('b',), ('c',), ('d',)]
+    # Stored before: the repeated key's stored entries go too.
+    coll.put_many([{'k': 2, 'w': 'e'}, {'k': 2, 'w': 'f'}, {'k': 9, 'w': 'g'}])
+    assert [tup for tup, _ in by_w.items()] == [('c',), ('d',), ('f',), ('g',)]
+    assert store.verify() == []
+
+
+def test_put_many_refuses_an_index_entry_longer_than_the_engine_allows(tmp_path):
+    store, coll, by_w = _store_with_index(key_func=lambda r: r['k'], path=str(tmp_path / 'db'))
+    limit = store.engine.max_key_size
+    with pytest.raises(ValueError):
+        coll.put_many([{'k': 1, 'w': 'x'}, {'k': 2, 'w': 'y' * limit}])
+    with pytest.raises(ValueError):
+        coll.put_many([{'k': 'z' * limit, 'w': 'x'}])
+    assert coll.count() == 0 and by_w.count() == 0
+    coll.put_many([{'k': 1, 'w': 'x'}])
+    assert by_w.get('x') == {'k': 1, 'w': 'x'}
+    store.close()
+
+
+def test_a_record_shows_its_collection_key_and_value_and_compares_by_them():
+    store, coll, _ = _store_with_index(key_func=lambda r: r['k'])
+    other = store.collection('d', key_func=lambda r: r['k'])
+    rec = coll.put({'k': 1, 'w': 'a'})
+    assert repr(rec) == "<Record c:(1,) {'k': 1, 'w': 'a'}>"
+    assert repr(records.Record(None, 5)) == '<Record None:None 5>'
+    assert rec == coll.get(1, rec=True)
+    assert rec != coll.put({'k': 1, 'w': 'b'})                    # another value
+    assert rec != other.put({'k': 1, 'w': 'a'})                  # another collection
+    assert rec != coll.put({'k': 2, 'w': 'a'})                   # another key
+    assert (rec == 5) is False and (rec != 5) is True            # not a Record: unequal
+    with pytest.raises(TypeError):
+        hash(rec)
