@@ -469,7 +469,7 @@ class _SeekCursor:
         return self._key
 
 
-class _PlyvelTransaction(_CompactWriteLog, EngineTransaction):
+class _PlyvelTransaction(_CompactWriteLog):
     """A plyvel snapshot; if writing, also the pending writes (see ``_CompactWriteLog``).
 
     ``commit()`` moves them into one atomic WriteBatch. Seeks (``first``)

@@ -411,7 +411,7 @@ class _MemoryReadTransaction(EngineTransaction):
     _abort = _commit
 
 
-class _MemoryWriteTransaction(_WriteLog, EngineTransaction):
+class _MemoryWriteTransaction(_WriteLog):
     """Committed data as of ``begin()`` plus the pending writes."""
 
     engine: MemoryEngine
