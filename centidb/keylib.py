@@ -753,7 +753,7 @@ def available_implementations() -> dict[str, types.SimpleNamespace]:
     Used by parity tests and benchmarks.
 
     :returns: a ``dict`` from implementation name to a namespace with
-        ``packs``, ``unpacks`` and ``unpacks_list``. ``'speedups'`` is
+        ``packs``, ``unpacks``, ``unpacks_list`` and ``count_groups``. ``'speedups'`` is
         included when the compiled twin is importable, even if
         ``CENTIDB_NO_SPEEDUPS`` keeps it inactive.
     """
@@ -762,7 +762,7 @@ def available_implementations() -> dict[str, types.SimpleNamespace]:
     if compiled is not None:
         impls['speedups'] = types.SimpleNamespace(
             packs=compiled.packs, unpacks=compiled.unpacks,
-            unpacks_list=compiled.unpacks_list)
+            unpacks_list=compiled.unpacks_list, count_groups=compiled.count_groups)
     return impls
 
 
