@@ -203,7 +203,7 @@ class RecordReader:
                       etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
                       reverse: bool) -> Iterator[Any]: ...
 
-# --- _query.pxi: centidb/query.py ----------------------------------------------
+# count_groups: _keylib.pxi, centidb/keylib.py
 
 def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int,
                  reverse: bool, max: int | None, parts: int,

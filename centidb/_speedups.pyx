@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, binding=False
 """Compiled twins of centidb's hot paths; a shell that includes one file per layer.
 
-* ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, mirroring
+* ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, ``count_groups``, mirroring
   ``centidb/keylib.py``;
 * ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
 * ``_engines.pxi``: ``FastCalls``, the base class of engine transactions,
@@ -10,8 +10,8 @@
   ``centidb/txn.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
   ``RecordReader``, mirroring ``centidb/records.py``;
-* ``_collection.pxi``, ``_index.pxi``, ``_query.pxi``: the entry points of
-  ``Collection.get``/``put`` and ``Index.get``, and ``count_groups``.
+* ``_collection.pxi``, ``_index.pxi``: the entry points of
+  ``Collection.get``/``put`` and ``Index.get``.
 
 The pure-Python modules hold the documentation and are the reference (public
 functions are compiled with ``binding=True`` so the chooser can copy their
@@ -36,6 +36,7 @@ cimport cython
 from centidb.errors import CentiError, CorruptKeyError, KeyEncodingError, UnsupportedKeyTypeError
 from centidb.keyformat import Desc
 
+from cpython.list cimport PyList_AsTuple
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport (
     PyLong_AsLongLongAndOverflow, PyLong_AsUnsignedLong, PyLong_FromLongLong,
@@ -57,7 +58,7 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *)
 
 #: The names this module provides, each the twin of the pure-Python name.
-TWINS = ('packs', 'unpacks', 'unpacks_list', 'index_entries', 'Record',
+TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'index_entries', 'Record',
          'RecordWriter', 'RecordReader', 'msgpack_decoder', 'msgpack_encoder')
 
 include "_keylib.pxi"
@@ -68,4 +69,3 @@ include "_fastpath.pxi"
 include "_records.pxi"
 include "_collection.pxi"
 include "_index.pxi"
-include "_query.pxi"

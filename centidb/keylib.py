@@ -22,7 +22,7 @@ import math
 import re
 import types
 import uuid
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from centidb import impl
 from centidb.errors import CorruptKeyError
@@ -38,7 +38,7 @@ from centidb.keyformat import (
 
 __all__ = ['packs', 'unpacks', 'unpacks_list', 'split_first', 'decode_group', 'prefix_range',
            'past_elements', 'startswith_range', 'upper_bound',
-           'after_key', 'next_prefix', 'Desc', 'Key', 'IMPL']
+           'after_key', 'next_prefix', 'count_groups', 'Desc', 'Key', 'IMPL']
 
 _INVERT = bytes(range(255, -1, -1))
 # Matches at any position (maybe empty): its .match() is never None.
@@ -678,10 +678,73 @@ def after_key(data: bytes) -> bytes:
 _AFTER_KEY_SEP = bytes([KEY_SEP + 1])
 
 
+# --- counting groups -------------------------------------------------------------
+
+def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int, reverse: bool,
+                 max: int | None, parts: int,
+                 group_of: Callable[[bytes, int], Key]) -> list[tuple[Key, int]]:
+    """Count the engine keys of `chunks` per group: the loop of ``group_counts()``.
+
+    A group is the first `size` elements of the first key packed in an
+    engine key (a shorter key is a group of its own). Only the first engine
+    key of each group is decoded (keeping the group's elements alone), and
+    the group's bound is cut from its own bytes; the next keys are compared
+    with the bound as bytes. Compiled twin in ``_keylib.pxi``.
+
+    :param chunks: lists of engine keys, in key order (descending if
+        `reverse`), as ``key_chunks`` yields them.
+    :param prefix: the prefix every engine key starts with.
+    :param size: how many leading elements make a group (``>= 1``).
+    :param reverse: the keys descend.
+    :param max: stop after this many groups (``None``: no limit).
+    :param parts: how many keys each engine key packs: 1 (a record key)
+        or 2 (an index entry: index tuple, then record key).
+    :param group_of: called as ``group_of(engine key, size)`` for an engine
+        key that does not decode into `parts` keys; it raises the caller's
+        error (what it returns is used as the group otherwise).
+    :returns: a ``list`` of ``(group tuple, count)``.
+    """
+    groups: list[tuple[Key, int]] = []
+    if max == 0:
+        return groups
+    group: Key | None = None
+    bound = b''         # where the keys of `group` end; set with it
+    n = 0
+    for chunk in chunks:
+        for key_bytes in chunk:
+            if type(key_bytes) is not bytes:
+                raise TypeError(f'an engine key must be bytes, not {type(key_bytes).__name__!r}')
+            if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
+                n += 1
+                continue
+            if group is not None:
+                groups.append((group, n))
+                if len(groups) == max:
+                    return groups
+            found = decode_group(key_bytes, prefix, size, parts)
+            if found is None:
+                group = group_of(key_bytes, size)
+                head = packs(group, prefix)
+            else:
+                group, end = found
+                head = key_bytes[:end]
+            if reverse:
+                bound = head
+            elif len(group) < size:     # a short key: only itself (and its entries)
+                bound = after_key(head)
+            else:
+                bound = past_elements(head)
+            n = 1
+    if group is not None:
+        groups.append((group, n))
+    return groups
+
+
 # --- the active implementation --------------------------------------------------
 
 #: The pure-Python functions, whichever implementation is active.
-PYTHON = types.SimpleNamespace(packs=packs, unpacks=unpacks, unpacks_list=unpacks_list)
+PYTHON = types.SimpleNamespace(packs=packs, unpacks=unpacks, unpacks_list=unpacks_list,
+                               count_groups=count_groups)
 
 
 def available_implementations() -> dict[str, types.SimpleNamespace]:
@@ -690,7 +753,7 @@ def available_implementations() -> dict[str, types.SimpleNamespace]:
     Used by parity tests and benchmarks.
 
     :returns: a ``dict`` from implementation name to a namespace with
-        ``packs``, ``unpacks`` and ``unpacks_list``. ``'speedups'`` is
+        ``packs``, ``unpacks``, ``unpacks_list`` and ``count_groups``. ``'speedups'`` is
         included when the compiled twin is importable, even if
         ``CENTIDB_NO_SPEEDUPS`` keeps it inactive.
     """
@@ -699,7 +762,7 @@ def available_implementations() -> dict[str, types.SimpleNamespace]:
     if compiled is not None:
         impls['speedups'] = types.SimpleNamespace(
             packs=compiled.packs, unpacks=compiled.unpacks,
-            unpacks_list=compiled.unpacks_list)
+            unpacks_list=compiled.unpacks_list, count_groups=compiled.count_groups)
     return impls
 
 
@@ -712,3 +775,4 @@ SPEEDUPS = impl.COMPILED
 packs = impl.choose(packs)
 unpacks = impl.choose(unpacks)
 unpacks_list = impl.choose(unpacks_list)
+count_groups = impl.choose(count_groups)

@@ -27,20 +27,19 @@ Every iterating method of :class:`~centidb.collection.Collection` and
 
 Only ``None`` means "no bound": ``0``, ``''`` and ``False`` are real bounds.
 
-The loop of ``group_counts()``, :func:`count_groups`, has a compiled twin in
-``centidb._speedups`` (``_query.pxi``), chosen by :mod:`centidb.impl`.
+The loop of ``group_counts()`` is the key codec's
+:func:`~centidb.keylib.count_groups`.
 """
 
 from __future__ import annotations
 
 import itertools
 import operator
-import types
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
-from centidb import impl, keylib
+from centidb import keylib
 from centidb.engines import EngineTransaction
-from centidb.keylib import Key
+from centidb.keylib import Key, count_groups
 from centidb.records import as_key
 from centidb.txn import Transaction, TxnManager
 
@@ -290,69 +289,3 @@ class Queryable:
                       size: int) -> list[tuple[Key, int]]:
         return count_groups(self._entry_chunks(etxn, lo, hi, reverse), self.prefix, size,
                             reverse, max, self._key_parts, self._group_of)
-
-
-def count_groups(chunks: Iterable[list[bytes]], prefix: bytes, size: int, reverse: bool,
-                 max: int | None, parts: int,
-                 group_of: Callable[[bytes, int], Key]) -> list[tuple[Key, int]]:
-    """Count the engine keys of `chunks` per group: the loop of ``group_counts()``.
-
-    A group is the first `size` elements of the first key packed in an
-    engine key (a shorter key is a group of its own). Only the first engine
-    key of each group is decoded (keeping the group's elements alone), and
-    the group's bound is cut from its own bytes; the next keys are compared
-    with the bound as bytes. Compiled twin in ``_query.pxi``.
-
-    :param chunks: lists of engine keys, in key order (descending if
-        `reverse`), as ``key_chunks`` yields them.
-    :param prefix: the prefix every engine key starts with.
-    :param size: how many leading elements make a group (``>= 1``).
-    :param reverse: the keys descend.
-    :param max: stop after this many groups (``None``: no limit).
-    :param parts: how many keys each engine key packs: 1 (a record key)
-        or 2 (an index entry: index tuple, then record key).
-    :param group_of: called as ``group_of(engine key, size)`` for an engine
-        key that does not decode into `parts` keys; it raises the caller's
-        error (what it returns is used as the group otherwise).
-    :returns: a ``list`` of ``(group tuple, count)``.
-    """
-    groups: list[tuple[Key, int]] = []
-    if max == 0:
-        return groups
-    group: Key | None = None
-    bound = b''         # where the keys of `group` end; set with it
-    n = 0
-    for chunk in chunks:
-        for key_bytes in chunk:
-            if type(key_bytes) is not bytes:
-                raise TypeError(f'an engine key must be bytes, not {type(key_bytes).__name__!r}')
-            if group is not None and (key_bytes >= bound if reverse else key_bytes < bound):
-                n += 1
-                continue
-            if group is not None:
-                groups.append((group, n))
-                if len(groups) == max:
-                    return groups
-            found = keylib.decode_group(key_bytes, prefix, size, parts)
-            if found is None:
-                group = group_of(key_bytes, size)
-                head = keylib.packs(group, prefix)
-            else:
-                group, end = found
-                head = key_bytes[:end]
-            if reverse:
-                bound = head
-            elif len(group) < size:     # a short key: only itself (and its entries)
-                bound = keylib.after_key(head)
-            else:
-                bound = keylib.past_elements(head)
-            n = 1
-    if group is not None:
-        groups.append((group, n))
-    return groups
-
-
-#: The pure-Python version, whichever implementation is active (for parity
-#: tests and the docs).
-PYTHON = types.SimpleNamespace(count_groups=count_groups)
-count_groups = impl.choose(count_groups)

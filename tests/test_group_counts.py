@@ -1,4 +1,4 @@
-"""centidb.query.count_groups, the loop of group_counts(): pure and compiled agree.
+"""centidb.keylib.count_groups, the loop of group_counts(): pure and compiled agree.
 
 The compiled twin compares the engine keys after a group's first as bytes
 with a bound cut from that first key, where the pure code packs the decoded
@@ -22,7 +22,7 @@ from centidb.errors import CorruptKeyError
 from centidb.keyformat import KEY_SEP, TAG_BYTES, TAG_STR
 from centidb.keylib import Desc
 
-PURE = query.PYTHON.count_groups
+PURE = keylib.PYTHON.count_groups
 TWIN = getattr(impl.compiled_module(), 'count_groups', None)
 IMPLEMENTATIONS = [pytest.param(PURE, id='pure'),
                    pytest.param(TWIN, id='twin', marks=pytest.mark.skipif(
