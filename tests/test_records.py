@@ -517,3 +517,49 @@ def test_a_record_shows_its_collection_key_and_value_and_compares_by_them():
     assert (rec == 5) is False and (rec != 5) is True            # not a Record: unequal
     with pytest.raises(TypeError):
         hash(rec)
+
+
+def _exactly(length, prefix, tail=b''):
+    """A key tuple that packs under `prefix`, then `tail`, to exactly `length` bytes."""
+    for n in range(length):
+        for last in ((), (0,), (300,), (70000,), (b'',), (b'', 0)):
+            key = ('k' * n,) + last
+            if len(keylib.packs(key, prefix)) + len(tail) == length:
+                return key
+    raise AssertionError(f'no key packs to {length} bytes')
+
+
+def test_put_many_takes_keys_and_entries_exactly_as_long_as_the_engine_allows(tmp_path):
+    store, coll, by_w = _store_with_index(key_func=lambda r: r['k'], path=str(tmp_path / 'db'))
+    limit = store.engine.max_key_size
+    key = _exactly(limit, coll.prefix)
+    value = _exactly(limit, by_w.prefix, b'\x01' + keylib.packs((1,)))
+    # (w None: no index entry, which would hold the long key again)
+    assert coll.put_many([{'k': key, 'w': None}, {'k': 1, 'w': value}]) == [key, (1,)]
+    assert by_w.get(value) == {'k': 1, 'w': value}
+    assert coll.get(key) == {'k': key, 'w': None}
+    store.close()
+
+
+@pytest.mark.parametrize('fast', [True, False], ids=['fast_get', 'get'])
+def test_put_many_reads_stored_records_only_when_its_key_range_holds_some(fast):
+    """One seek over the range of the call's keys; stored versions are read
+    (by the unchecked getter, else with one get_many) only if it finds one."""
+    import centidb
+    engine = _counting_engine(fast)
+    store = centidb.Store(engine)
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    coll.add_index('w', lambda rec: rec['w'])
+    coll.put_many([{'k': k, 'w': k} for k in (1, 2, 3)])       # below the next call's keys
+    def record_reads():     # the write transaction's metadata check is a 'get'
+        return [call for call in engine.calls if call != 'get']
+
+    engine.calls = []
+    coll.put_many([{'k': k, 'w': k} for k in (10, 12, 11)])
+    assert record_reads() == ['first']
+    engine.calls = []
+    coll.put_many([{'k': k, 'w': -k} for k in (11, 20)])
+    assert record_reads() == (['first', 'fast_get', 'fast_get'] if fast
+                              else ['first', 'get_many'])
+    assert store.verify() == []
+    store.close()
