@@ -64,7 +64,6 @@ ALIASES = {'__main__', 'cli_commands', 'cli_common', 'cli_dump', 'fields', 'mode
 
 #: Modules without a test file of their own name yet, and the files that test them.
 TESTED_ELSEWHERE = {
-    'writing': 'test_records.py',
 }
 
 
