@@ -67,9 +67,22 @@ def test_reads_pass_through_and_see_the_savepoints_writes(engine):
         assert savepoint.count() == 6 and savepoint.count(b'\x03') == 3
         chunks = list(savepoint.item_chunks(None, b'\x03'))
         assert [pair for chunk in chunks for pair in chunk] == list(txn.items(None, b'\x03'))
-        assert [k for chunk in savepoint.key_chunks(b'\x05') for k in chunk] == [b'\x05']
+        assert [k for chunk in savepoint.key_chunks(b'\x04') for k in chunk] == [b'\x04',
+                                                                                b'\x05']
+        assert [k for chunk in savepoint.key_chunks(b'\x04', None, True)
+                for k in chunk] == [b'\x05', b'\x04']
         txn.abort()
     assert savepoint.state == 'aborted'
+
+
+def test_roll_back_puts_back_a_whole_range_deleted_through_it(engine):
+    before = fill(engine)
+    with engine.begin(write=True) as txn:
+        savepoint = Savepoint(txn)
+        savepoint.delete_range(None, None)
+        assert txn.count() == 0 and set(savepoint.saved) == set(before)
+        savepoint.roll_back()
+        assert dict(txn.items()) == before
 
 
 def test_a_savepoint_offers_none_of_the_unchecked_calls(engine):
