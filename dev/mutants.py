@@ -50,12 +50,15 @@ MODULES = {
     'batches': ('centidb/batches.py', ['tests/test_batches.py', 'tests/test_batches*.py']),
     'records': ('centidb/records.py', ['tests/test_records.py', 'tests/test_collection*.py',
                                        'tests/test_index.py', 'tests/test_store_verify.py']),
-    'access': ('centidb/access.py', ['tests/test_records.py', 'tests/test_collection*.py',
+    'access': ('centidb/access.py', ['tests/test_access.py', 'tests/test_records.py',
+                                     'tests/test_collection*.py',
                                      'tests/test_index.py', 'tests/test_store_verify.py']),
-    'writing': ('centidb/writing.py', ['tests/test_records.py', 'tests/test_collection*.py',
+    'writing': ('centidb/writing.py', ['tests/test_writing.py', 'tests/test_records.py',
+                                       'tests/test_collection*.py',
                                        'tests/test_index.py', 'tests/test_bulk.py',
                                        'tests/test_unique.py', 'tests/test_hooks.py']),
-    'savepoint': ('centidb/savepoint.py', ['tests/test_bulk.py']),
+    'savepoint': ('centidb/savepoint.py', ['tests/test_savepoint.py', 'tests/test_bulk.py']),
+    'fastpath': ('centidb/fastpath.py', ['tests/test_fastpath.py', 'tests/test_records.py']),
 }
 
 # --- mutation operators ----------------------------------------------------------

@@ -64,14 +64,6 @@ ALIASES = {'__main__', 'cli_commands', 'cli_common', 'cli_dump', 'fields', 'mode
 
 #: Modules without a test file of their own name yet, and the files that test them.
 TESTED_ELSEWHERE = {
-    'access': 'test_records.py',
-    'fastpath': 'test_records.py',
-    'mapping': 'test_query_api.py',
-    'savepoint': 'test_bulk.py',
-    'writing': 'test_records.py',
-    'engines.base': 'test_engine_contract.py',
-    'engines.fastcalls': 'test_engine_contract.py',
-    'engines.wrappers': 'test_engine_wrappers.py',
 }
 
 

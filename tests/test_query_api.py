@@ -1,5 +1,6 @@
-"""Whole-element prefixes, startswith, keyword-only options, group_counts(),
-counting without decoding, and the mapping protocol, on every engine.
+"""Whole-element prefixes, startswith, keyword-only options, group_counts()
+and counting without decoding, on every engine (the mapping protocol is in
+``test_mapping.py``).
 """
 
 import inspect
@@ -191,57 +192,6 @@ def test_count_keys_and_group_counts_never_decode(store, monkeypatch):
     assert len(list(coll.indices['pkg'].keys())) == len(EVENTS)
     assert len(coll.group_counts()) == 4
     assert ('libc6', 1) in coll and 'zlib' in coll.indices['pkg'] and bool(coll)
-
-
-# --- the mapping protocol -----------------------------------------------------------
-
-def test_collection_mapping_protocol(store):
-    coll = events(store)
-    assert ('libc6', 1) in coll
-    assert ('libc6', 3) not in coll
-    assert coll[('libc6', 2)] == {'pkg': 'libc6', 'n': 2}
-    with pytest.raises(KeyError) as info:
-        coll[('libc6', 3)]
-    assert info.value.args == (('libc6', 3),)
-    assert list(iter(coll)) == list(coll.keys())
-    assert len(coll) == len(EVENTS)
-    coll[('zlib', 7)] = {'pkg': 'zlib', 'n': 7}
-    assert coll.indices['pkg'].count(prefix='zlib') == 2
-    del coll[('zlib', 7)]
-    assert coll.indices['pkg'].count(prefix='zlib') == 1
-    with pytest.raises(KeyError):
-        del coll[('zlib', 7)]
-    assert 'libc6' in coll.indices['pkg'] and 'libc7' not in coll.indices['pkg']
-
-
-def test_bare_values_and_empty_collections(store):
-    coll = store.collection('bare', key_func=lambda r: r['k'])
-    assert not coll and len(coll) == 0 and list(coll) == []
-    coll.put({'k': 5})
-    assert coll and 5 in coll and (5,) in coll and 6 not in coll
-    assert coll[5] == {'k': 5}
-
-
-def test_mapping_protocol_joins_the_threads_write_transaction(store):
-    coll = events(store)
-    with store.begin(write=True) as txn:
-        coll.put({'pkg': 'new', 'n': 1}, txn=txn)
-        assert ('new', 1) in coll and coll[('new', 1)]['n'] == 1
-        del coll[('new', 1)]
-        assert ('new', 1) not in coll
-        coll[('new', 2)] = {'pkg': 'new', 'n': 2}
-        txn.abort()
-    assert ('new', 2) not in coll and len(coll) == len(EVENTS)
-
-
-def test_contains_finds_records_inside_batches(store):
-    coll = events(store)
-    coll.batch()
-    assert all(key in coll for key in EVENTS)
-    assert ('libc6', 3) not in coll
-    assert coll[('libc6-dev', 2)]['n'] == 2
-    del coll[('libc6-dev', 2)]
-    assert ('libc6-dev', 2) not in coll and len(coll) == len(EVENTS) - 1
 
 
 def test_prefix_range_is_one_byte_range_under_a_collection_prefix():
