@@ -19,7 +19,7 @@ This layer calls :mod:`centidb.writing`, :mod:`centidb.entries`,
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from centidb import checksums, fastpath, keylib, limits, records
 from centidb.batches import BATCH_FLAG, BatchView, PackerNotAllowed
@@ -745,6 +745,7 @@ class Records:
 #: Records :meth:`Records.fill_index` indexes between two writes (and
 #: two calls of its `progress`).
 FILL_CHUNK = 1000
+
 
 class CollectionCalls:
     """What a collection's ``get()`` and ``put()`` read, in one object.

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from typing import Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from centidb import keylib
 from centidb.engines import EngineTransaction

@@ -66,8 +66,6 @@ ALIASES = {'__main__', 'cli_commands', 'cli_common', 'cli_dump', 'fields', 'mode
 TESTED_ELSEWHERE = {
     'access': 'test_records.py',
     'fastpath': 'test_records.py',
-    'collinfo': 'test_collection.py',
-    'entries': 'test_index.py',
     'savepoint': 'test_bulk.py',
     'writing': 'test_records.py',
     'engines.base': 'test_engine_contract.py',
