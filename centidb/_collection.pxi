@@ -1,7 +1,9 @@
 # Compiled twins of centidb/collection.py: Collection.get and Collection.put,
 # the entry points of the common read and write (a Python method's frame
 # cost more than the read it starts). Included by _speedups.pyx after
-# _records.pxi: they call the compiled reader and writer without a Python call.
+# _records.pxi: they call the compiled reader and writer without a Python
+# call. They read only the collection's public ``calls`` object (a
+# centidb.access.CollectionCalls) and its public attributes.
 
 TWINS += ('_collection_get', '_collection_put')
 
@@ -10,8 +12,9 @@ TWINS += ('_collection_get', '_collection_put')
 def _collection_get(self, key, default=None, *, txn=None, rec=False, encoded=False,
                     raw=False):
     """Mirrors centidb.collection._collection_get."""
+    calls = self.calls
     if txn is not None and not (encoded or raw):
-        reader = self._reader
+        reader = calls.reader
         if type(reader) is RecordReader:
             if rec:
                 return (<RecordReader>reader).get_record(txn, key, default)
@@ -20,30 +23,31 @@ def _collection_get(self, key, default=None, *, txn=None, rec=False, encoded=Fal
             return reader.get_record(txn, key, default)
         return reader.get(txn, key, default)
     encoded = encoded or raw
-    return self._txns.run(txn, False, self._records.read, as_key(key), default,
+    return calls.txns.run(txn, False, calls.records.read, as_key(key), default,
                           encoded, rec)
 
 
 @cython.binding(True)
 def _collection_put(self, rec, key=None, blind=False, txn=None, packer=None):
     """Mirrors centidb.collection._collection_put."""
+    calls = self.calls
     if txn is None:
-        txn = self._txns.current_write()
+        txn = calls.txns.current_write()
         if txn is None:
             if packer is not None:
-                self._catalog.encoder_id(packer)
-            with self._txns.begin(True) as own:
+                calls.register_packer(packer)
+            with calls.txns.begin(True) as own:
                 if packer is None:
-                    record = self._writer.write(own, rec, key, blind)
+                    record = calls.writer.write(own, rec, key, blind)
                     if record is not None:
                         return record
-                return self._put_general(own, rec, key, blind, packer)
+                return calls.put_general(own, rec, key, blind, packer)
     if packer is None:
-        writer = self._writer
+        writer = calls.writer
         if type(writer) is RecordWriter:
             record = (<RecordWriter>writer).write(txn, rec, key, blind)
         else:
             record = writer.write(txn, rec, key, blind)
         if record is not None:
             return record
-    return self._put_general(txn, rec, key, blind, packer)
+    return calls.put_general(txn, rec, key, blind, packer)

@@ -1,47 +1,57 @@
-"""Access: one collection's record paths, and how its records are read.
+"""Access: one collection's record paths.
 
-:class:`Records` holds everything the write and read paths need for one
+:class:`Records` holds everything the read and write paths need for one
 collection, in its current state (indexes, batching, key kind): it makes the
 collection's twinned :class:`~centidb.records.RecordWriter` and
 :class:`~centidb.records.RecordReader` for the common cases, decodes stored
-values, and does the general case of each read, naming a corrupt record. It
-inherits the general write paths from
-:class:`~centidb.writing.RecordWrites`. The functions below read and delete
-index entries.
+values, and does the general case of each read and write, naming a corrupt
+record: records given as a :class:`~centidb.records.Record`, other packers,
+``txn_key_func`` and counter keys, batches, unique indexes, deletes and
+index builds. Each write checks, encodes, makes keys and index entries and
+calls the before-write hooks before its first write, so a failure writes
+nothing. :class:`CollectionCalls` is what a collection's ``get()`` and
+``put()`` read.
 
-This layer calls :mod:`centidb.writing`, :mod:`centidb.records`,
-:mod:`centidb.batches` (through the view it is given) and engine
-transactions; never a layer above.
+This layer calls :mod:`centidb.writing`, :mod:`centidb.entries`,
+:mod:`centidb.records`, :mod:`centidb.savepoint`, :mod:`centidb.batches`
+(through the view it is given) and engine transactions; never a layer above.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from centidb import checksums, fastpath, keylib, limits, records
 from centidb.batches import BATCH_FLAG, BatchView, PackerNotAllowed
 from centidb.encodings import Encoder, Packer
 from centidb.engines import EngineTransaction
 from centidb.engines.base import ItemIterator
+from centidb.entries import (
+    ASIDE, corrupt_entry_error, delete_prefix, delete_stale, first_entry, replace_entries,
+)
 from centidb.errors import (
     CentiError, ChecksumError, CorruptKeyError, CorruptRecordError, IndexInconsistentError,
+    IndexNotAddedError, KeyKindMismatchError, UniqueError,
 )
 from centidb.keylib import Key
-from centidb.records import ENTRY_SEP, IndexSpec, Record
-from centidb.txn import Transaction, TxnManager
-from centidb.writing import BoundIndex, KeySource, RecordWrites, ReportingWriter, Writer
+from centidb.limits import check_value_size
+from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key
+from centidb.savepoint import Savepoint
+from centidb.txn import Change, Transaction, TxnManager
+from centidb.writing import BoundIndex, KeySource, ReportingWriter, Writer
 
-__all__ = ['Records', 'split_entries', 'first_entry']
+__all__ = ['CollectionCalls', 'Records', 'FILL_CHUNK']
+
+_EMPTY = b''
 
 
-class Records(RecordWrites):
-    """One collection's write and read paths, prepared for its current state.
+class Records:
+    """One collection's record paths: its reads and writes, prepared for its current state.
 
-    The collection makes a new one whenever its indexes or batching change.
-    The common cases are :attr:`writer` and :attr:`reader`; the methods here
-    do the general reads, and those inherited from
-    :class:`~centidb.writing.RecordWrites` the general writes (records given
-    as :class:`~centidb.records.Record`, other packers, ``txn_key_func`` and
+    The collection makes a new one whenever its indexes, hooks or batching
+    change. The common cases are :attr:`writer` and :attr:`reader`; the
+    methods here do the general reads and writes (records given as
+    :class:`~centidb.records.Record`, other packers, ``txn_key_func`` and
     counter keys, batches, deletes, index builds).
 
     :param coll: the collection, kept in each :class:`~centidb.records.Record`.
@@ -350,43 +360,421 @@ class Records(RecordWrites):
         # Never None here: a collection's ranges are bounded both ways.
         return self.view.items(etxn, lo, hi, reverse)  # type: ignore[arg-type]
 
+    # --- writing -----------------------------------------------------------------
 
-def corrupt_entry_error(entry: bytes) -> CorruptKeyError:
-    """The error for an index entry without an index tuple and a record key.
+    def check_writable(self) -> None:
+        """Refuse writes while a stored index is not added in this session."""
+        if self.unbound:
+            names = ', '.join(map(repr, sorted(self.unbound)))
+            raise IndexNotAddedError(
+                f'collection {self.name!r} has stored index(es) {names} that '
+                f'this program has not added (since it opened the store, or '
+                f'since another process created them); call add_index() for '
+                f'each (or drop_index()) before writing, so no index goes stale')
 
-    :param entry: the entry's engine key.
+    def check_key_sizes(self, key: Key, key_bytes: bytes, entries: list[bytes]) -> None:
+        """Refuse, before writing anything, keys the engine cannot store.
+
+        :param key: the record's key tuple, for the message.
+        :param key_bytes: its engine key.
+        :param entries: its index entries.
+        :raises ValueError: naming the key or index entry that is too long.
+        """
+        limit = self.limit
+        if limit is None:
+            return
+        if len(key_bytes) > limit:
+            raise ValueError(f'key {key!r} of collection {self.name!r} packs to '
+                             f'{len(key_bytes)} bytes; the engine stores at most {limit}')
+        for entry in entries:
+            if len(entry) > limit:
+                index = next(index for index in self.indexes
+                             if entry.startswith(index.prefix))
+                raise ValueError(
+                    f'index {index.name!r} entry for key {key!r} packs to '
+                    f'{len(entry)} bytes; the engine stores at most {limit}')
+
+    def check_unique(self, etxn: EngineTransaction, key_bytes: bytes, entries: list[bytes],
+                     tail_size: int) -> None:
+        """Refuse, before writing anything, an entry another record has in a unique index.
+
+        :param etxn: the engine transaction the put runs in.
+        :param key_bytes: the record's engine key.
+        :param entries: its new index entries.
+        :param tail_size: the length of each entry's tail (separator and
+            packed record key).
+        :raises ~centidb.errors.UniqueError: naming the index, the index
+            tuple and the key of the record that has it.
+        """
+        for index in self.unique:
+            for entry in entries:
+                if not entry.startswith(index.prefix):
+                    continue
+                head = entry[:-tail_size]
+                for other in etxn.keys(head + ENTRY_SEP, keylib.after_key(head)):
+                    if other != entry:
+                        raise self.unique_error(index.name, index.prefix, other)
+                    # Its own entry (a put of the same tuple again): look further.
+
+    def unique_error(self, index_name: str, index_prefix: bytes, other: bytes) -> UniqueError:
+        """The error for a second record with the index tuple of the entry `other`.
+
+        :param index_name: the unique index's name.
+        :param index_prefix: its prefix.
+        :param other: the entry of the record that has the tuple.
+        """
+        tup, key = keylib.unpacks_list(other, index_prefix)
+        return UniqueError(
+            f'unique index {index_name!r} of collection {self.name!r} already has '
+            f'{tup!r}, for the record {key!r}', index_name, tup, key)
+
+    def put(self, txn: Transaction, etxn: EngineTransaction, rec: Any, key: object,
+            blind: bool, packer: Encoder | None = None, header: bytes | None = None) -> Record:
+        """Store `rec` (a value or a :class:`~centidb.records.Record`); see ``Collection.put``.
+
+        :param txn: the store transaction (for ``txn_key_func``).
+        :param etxn: its engine transaction.
+        :param rec: the record value, or a :class:`~centidb.records.Record`.
+        :param key: the key, or None.
+        :param blind: skip reading the old record.
+        :param packer: the packer to use, or None for the collection's own.
+        :param header: `packer`'s id byte, when `packer` is given.
+        :returns: the stored :class:`~centidb.records.Record`.
+        """
+        self.check_writable()
+        old_record = None
+        if type(rec) is records.Record or type(rec) is records.PYTHON.Record:
+            old_record = rec
+            if key is None:
+                key = rec.key
+            rec = rec.data
+        data = rec
+        # Everything user code can fail on runs before the first write.
+        encoded = self.encoder.encode(data)
+        if packer is None:
+            packer, header = self.packer, self.header
+        # header is given with packer.
+        value = self.seal(header + packer.encode(encoded))  # type: ignore[operator]
+        indexed = data if self.encoder.exact else self._decode_plain(encoded)
+        heads = None
+        keys = self.keys
+        if key is not None:
+            key = as_key(key)
+        elif keys.key_func is not None:
+            key = as_key(keys.key_func(data))
+        elif keys.txn_key_func is not None:
+            key = as_key(keys.txn_key_func(txn, data))
+        elif keys.kind != 'auto':
+            raise KeyKindMismatchError(
+                f'collection {self.name!r} makes its keys with a {keys.kind}, which '
+                f'this program did not pass to collection(); pass {keys.kind}=, or '
+                f'give put() the key')
+        else:
+            # The counter moves only once all user code has succeeded.
+            heads = records.index_entries(self.specs, indexed, _EMPTY)
+            key = (keys.next_key(etxn),)       # read now, moved on below
+        key_bytes = keylib.packs(key, self.prefix)
+        entry_tail = self.entry_tail(key_bytes)
+        if heads is None:
+            entries = records.index_entries(self.specs, indexed, entry_tail)
+        else:
+            entries = [head + entry_tail for head in heads]
+        self.check_key_sizes(key, key_bytes, entries)
+        check_value_size(etxn, self.name, key, value)
+        if self.unique:
+            self.check_unique(etxn, key_bytes, entries, len(entry_tail))
+        old_entries = None
+        # Without indexes there are no stale entries to find: skip the read.
+        if not blind and self.indexes:
+            # A write transaction has reloaded the metadata, so `batched` is
+            # current: no fallback read for a new key (reads need one).
+            old = self.view.get(etxn, key_bytes) if self.batched else etxn.get(key_bytes)
+            if old is not None:
+                if (old_record is not None and old_record.coll is self.coll
+                        and old_record._indexes is self.indexes
+                        and old_record._key_bytes == key_bytes and old_record._stored == old):
+                    old_entries = old_record._entries
+                else:
+                    old_entries = self.old_entries(old, entry_tail)
+        for hook in self.before_write:
+            hook(key, data)
+        # Everything that can fail has run: from here on, writes.
+        if keys.kind == 'auto' and len(key) == 1 and type(key[0]) is int:
+            # The counter stays above every (n,) key, so it never hands out a used one.
+            keys.at_least(etxn, key[0] + 1)
+        if self.batched:
+            self.view.split(etxn, key_bytes)
+        delete_stale(etxn, old_entries, entries)
+        writes = [(key_bytes, value)]
+        writes += [(entry, _EMPTY) for entry in entries]
+        etxn._put_many(writes)
+        if self.report:
+            txn.changes.append(Change(self.name, key, data))
+        return records.seen(records.Record(self.coll, data, key, value, entries, self.indexes),
+                            key_bytes)
+
+    def put_many(self, txn: Transaction, etxn: EngineTransaction, recs: list[Any],
+                 blind: bool) -> list[Key]:
+        """Store each of `recs`, writing nothing if any fails; see ``Collection.put_many``.
+
+        The common case is :meth:`~centidb.records.RecordWriter.write_many`,
+        which makes everything before it writes; otherwise each record is
+        :meth:`put` in turn through a :class:`~centidb.savepoint.Savepoint`,
+        rolled back if one raises.
+
+        :param txn: the store transaction (for ``txn_key_func``).
+        :param etxn: its engine transaction.
+        :param recs: a ``list`` of record values or
+            :class:`~centidb.records.Record` objects.
+        :param blind: skip reading the old records.
+        :returns: a ``list`` of the key tuples, in the order of `recs`.
+        """
+        self.check_writable()
+        keys = self.keys
+        first_id = None
+        if keys.kind == 'auto' and self.writer.usable:
+            first_id = keys.next_key(etxn)      # read now, moved on below
+        written = self.writer.write_many(etxn, recs, blind, first_id)
+        if written is not None:
+            if first_id is not None and written:
+                # The counter stays above every key handed out, as for put().
+                keys.at_least(etxn, first_id + len(written))
+            if self.report:
+                name = self.name
+                txn.changes += [Change(name, key, data) for key, data in zip(written, recs)]
+            return written
+        savepoint = Savepoint(etxn, f'collection {self.name!r}: put_many() of {len(recs)} records')
+        # It has the engine transaction methods the write paths use.
+        through: EngineTransaction = savepoint  # type: ignore[assignment]
+        # A txn_key_func is handed the store transaction: what it writes
+        # through it (say, a counter it moves) goes through the savepoint too.
+        txn.engine_txn = through
+        reported = len(txn.changes)
+        try:
+            # A stored Record's key is never None.
+            return [self.put(txn, through, rec, None, blind).key  # type: ignore[misc]
+                    for rec in recs]
+        except BaseException:
+            savepoint.roll_back()
+            del txn.changes[reported:]      # what was rolled back was not written
+            raise
+        finally:
+            if txn.engine_txn is through:
+                txn.engine_txn = etxn
+
+    def delete_many(self, txn: Transaction, etxn: EngineTransaction,
+                    keys: list[Key]) -> list[Record | None]:
+        """Delete the records under the key tuples `keys`; see ``Collection.delete_many``.
+
+        Every record is read and decoded, and its index entries made (and the
+        before-write hooks called), before the first write, so if any of
+        that raises nothing is deleted.
+
+        :param txn: the store transaction (its changes are recorded there).
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param keys: a ``list`` of key tuples.
+        :returns: a ``list`` with the deleted :class:`~centidb.records.Record`
+            for each key, or None if there was none (or the key came earlier
+            in `keys`).
+        """
+        self.check_writable()
+        deleted: list[Record | None] = []
+        doomed: list[tuple[bytes, bool, tuple[bytes, ...]]] = []
+        seen: set[bytes] = set()
+        for key in keys:
+            key_bytes = keylib.packs(key, self.prefix)
+            if key_bytes in seen:       # deleted by its first mention
+                deleted.append(None)
+                continue
+            seen.add(key_bytes)
+            found = self.doomed(etxn, key_bytes, key)
+            if found is None:
+                deleted.append(None)
+                continue
+            in_batch, data = found
+            entries = self.entries(data, self.entry_tail(key_bytes))
+            doomed.append((key_bytes, in_batch, tuple(entries)))   # untracked by gc
+            deleted.append(records.Record(self.coll, data, key))
+        gone = [key for key, rec in zip(keys, deleted) if rec is not None]
+        for hook in self.before_write:
+            for key in gone:
+                hook(key, None)
+        # Everything that can fail has run: from here on, writes.
+        for key_bytes, in_batch, held in doomed:
+            if in_batch:
+                self.view.split(etxn, key_bytes, rejoin=True)
+            for entry in held:
+                etxn.delete(entry)
+            etxn.delete(key_bytes)
+        if self.report:
+            txn.changes += [Change(self.name, key, None) for key in gone]
+        return deleted
+
+    def delete(self, txn: Transaction, etxn: EngineTransaction, key: Key) -> Record | None:
+        """Delete the record under the key tuple `key` and its index entries.
+
+        :param txn: the store transaction (its change is recorded there).
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param key: the key tuple.
+        :returns: the deleted :class:`~centidb.records.Record`, or None if there was none.
+        """
+        self.check_writable()
+        key_bytes = keylib.packs(key, self.prefix)
+        found = self.doomed(etxn, key_bytes, key)
+        if found is None:
+            return None
+        in_batch, data = found
+        entries = self.entries(data, self.entry_tail(key_bytes))
+        for hook in self.before_write:
+            hook(key, None)
+        # Everything that can fail has run: from here on, writes.
+        if in_batch:
+            self.view.split(etxn, key_bytes, rejoin=True)
+        for entry in entries:
+            etxn.delete(entry)
+        etxn.delete(key_bytes)
+        if self.report:
+            txn.changes.append(Change(self.name, key, None))
+        return records.Record(self.coll, data, key)
+
+    def fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
+                   index_prefix: bytes, unique_name: str | None = None,
+                   replace: bool = False,
+                   progress: Callable[[int], object] | None = None) -> None:
+        """Write the entries of an index for every record of the collection.
+
+        Records are read in key order and their entries written every
+        ``FILL_CHUNK`` records, so memory does not grow with the
+        collection. If `func` raises, or a unique index finds two records
+        with the same index tuple, every entry written is deleted again
+        before the exception propagates: the transaction is left as it was.
+        A rebuild (`replace`) writes the new entries aside (under
+        `index_prefix` + ``ASIDE``, where no entry can be), checks
+        them, and only then replaces the old entries with them; so a failed
+        rebuild leaves the old entries untouched.
+
+        :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+        :param func: the index function.
+        :param index_prefix: the index's prefix; without `replace` nothing
+            may be stored under it yet (a new index).
+        :param unique_name: the index's name if it is unique, else None.
+        :param replace: replace the index's existing entries (a rebuild).
+        :param progress: called as ``progress(n)`` after each chunk of
+            records is indexed, `n` being the number of records since the
+            last call (a ``tqdm`` bar's ``update`` fits); the calls add up
+            to the number of records.
+        :raises ~centidb.errors.UniqueError: (a unique index) if two records
+            have the same index tuple; nothing is left written.
+        """
+        target = index_prefix + ASIDE if replace else index_prefix
+        try:
+            self._write_index_entries(etxn, func, target, progress)
+            if unique_name is not None:
+                self._check_entries_unique(etxn, target, unique_name)
+        except BaseException:
+            # An engine that failed may have ended the transaction already.
+            if etxn.state == 'open':
+                delete_prefix(etxn, target)
+            raise
+        if replace:
+            replace_entries(etxn, index_prefix, target)
+
+    def _write_index_entries(self, etxn: EngineTransaction, func: Callable[[Any], Any],
+                             target: bytes, progress: Callable[[int], object] | None) -> None:
+        """Write each record's entries under `target`, a chunk of records at a time."""
+        lo, hi = keylib.prefix_range((), self.prefix)
+        specs = ((func, target),)
+        chunk: list[bytes] = []
+        done = 0
+        for key_bytes, stored in self.items(etxn, lo, hi, False):
+            data = self.decoded(key_bytes, stored)
+            chunk += records.index_entries(specs, data, self.entry_tail(key_bytes))
+            done += 1
+            if done == FILL_CHUNK:
+                # The scan survives writes made through its transaction.
+                fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+                chunk = []
+                done = 0
+                if progress is not None:
+                    progress(FILL_CHUNK)
+        if chunk:
+            fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+        if done and progress is not None:
+            progress(done)
+
+    def _check_entries_unique(self, etxn: EngineTransaction, target: bytes,
+                              unique_name: str) -> None:
+        """Raise UniqueError if two entries under `target` have one index tuple.
+
+        Entries sort by index tuple, then record key: entries sharing a
+        tuple are neighbours, and the first of them names the record
+        reported as having it.
+        """
+        packs, unpacks_list = keylib.packs, keylib.unpacks_list
+        last_head = None
+        last_entry = b''
+        for entry in etxn.keys(target, keylib.next_prefix(target)):
+            head = packs(unpacks_list(entry, target)[0])
+            if head == last_head:
+                raise self.unique_error(unique_name, target, last_entry)
+            last_head, last_entry = head, entry
+
+    def doomed(self, etxn: EngineTransaction, key_bytes: bytes,
+               key: Key) -> tuple[bool, Any] | None:
+        """``(in a batch, value)`` of the record a delete reads, or None if there is none.
+
+        :param etxn: the write engine transaction.
+        :param key_bytes: the record's engine key.
+        :param key: its key tuple.
+        :raises ~centidb.errors.CorruptRecordError: if the record (or its batch)
+            cannot be decoded; the message names the
+            ``store.remove_record()`` call that deletes it as it is stored.
+        """
+        plain = etxn.get(key_bytes)
+        try:
+            old = (plain if plain is not None or not self.batched
+                   else self.view.get(etxn, key_bytes))
+            return None if old is None else (plain is None, self.decoded(key_bytes, old))
+        except CorruptRecordError as exc:
+            call = f'store.remove_record({self.name!r}, {key!r}'
+            call += ', whole_batch=True), which deletes its whole batch' if plain is None else ')'
+            raise type(exc)(f'{exc}; deleting a record decodes it to find its index '
+                            f'entries: to delete it as it is stored, call {call}') from exc
+
+
+#: Records :meth:`Records.fill_index` indexes between two writes (and
+#: two calls of its `progress`).
+FILL_CHUNK = 1000
+
+
+class CollectionCalls:
+    """What a collection's ``get()`` and ``put()`` read, in one object.
+
+    The collection makes one and keeps it as its ``calls``; whenever its
+    record paths are made again it sets :attr:`records`, :attr:`reader` and
+    :attr:`writer` here, so the compiled entry points (and an index's
+    ``get()``) read public attributes of one object, whose state the
+    collection owns.
+
+    :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param put_general: ``put_general(txn, rec, key, blind, packer)``, the
+        collection's put once :attr:`writer` declined (or a packer was
+        given).
+    :param register_packer: ``register_packer(packer)`` gives a packer new
+        to the store its id before a transaction of the put's own begins.
     """
-    return CorruptKeyError(f'index entry {entry!r} does not hold an '
-                           f'index tuple and a record key')
 
+    __slots__ = ('txns', 'records', 'reader', 'writer', 'put_general', 'register_packer')
 
-def split_entries(etxn: EngineTransaction, index_prefix: bytes, lo: bytes | None,
-                  hi: bytes | None, reverse: bool) -> Iterator[tuple[Key, Key]]:
-    """Iterate the entries of an index in ``[lo, hi)`` as ``(index tuple, record key)``.
-
-    :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-    :param index_prefix: the index's prefix.
-    :param lo: the lowest entry key.
-    :param hi: the entry key at which to stop.
-    :param reverse: iterate from `hi` down.
-    :raises ~centidb.errors.CorruptKeyError: (while iterating) for an entry
-        that does not hold an index tuple and a record key.
-    """
-    unpacks_list = keylib.unpacks_list
-    for entry in etxn.keys(lo, hi, reverse):
-        parts = unpacks_list(entry, index_prefix)
-        if len(parts) != 2:
-            raise corrupt_entry_error(entry)
-        yield parts[0], parts[1]
-
-
-def first_entry(etxn: EngineTransaction, index_prefix: bytes, x: Key) -> bytes | None:
-    """The first entry key of an index for the index tuple `x`, or None.
-
-    :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-    :param index_prefix: the index's prefix.
-    :param x: the index tuple.
-    """
-    # Entries for exactly x are packs(x), KEY_SEP, packed record key.
-    packed = keylib.packs(x, index_prefix)
-    return fastpath.first_key(etxn, packed + ENTRY_SEP, keylib.after_key(packed))
+    def __init__(self, txns: TxnManager,
+                 put_general: Callable[[Transaction, Any, object, bool, Encoder | None],
+                                       Record],
+                 register_packer: Callable[[Encoder], object]) -> None:
+        self.txns = txns
+        self.put_general = put_general
+        self.register_packer = register_packer
+        #: The collection's current :class:`Records`, and their common-case
+        #: reader and writer (set by the collection).
+        self.records: Records
+        self.reader: records.RecordReader
+        self.writer: Writer

@@ -1,82 +1,74 @@
 """Hooks: user code the store calls on a write.
 
-- :class:`CollectionHooks`, a mixin, gives a collection ``before_write()``
-  and ``remove_hook()``: functions called just before each record is
-  written, handed to the collection's :class:`~centidb.access.Records` when
-  its write paths are rebuilt. The collection keeps the list.
+- :class:`BeforeWriteHooks`, which each collection holds, keeps the
+  functions its ``before_write()`` registers: called just before each
+  record is written, handed to the collection's
+  :class:`~centidb.access.Records` when its record paths are made again.
 - :class:`CommitHooks`, which the store holds, keeps the functions its
   ``on_commit()`` registers: called with the :class:`~centidb.txn.Change`
   list of each committed write transaction, through the
   :class:`~centidb.txn.TxnManager`'s ``after_commit``.
-
-The collection is a layer above; what the mixin uses of it is declared below
-for the type checker, never imported.
 """
 
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable, List, TypeVar
+from typing import Any, Callable, List, TypeVar
 
 from centidb.keylib import Key
 from centidb.txn import Change
 
-__all__ = ['CollectionHooks', 'CommitHooks']
+__all__ = ['BeforeWriteHooks', 'CommitHooks']
 
 _Check = TypeVar('_Check', bound=Callable[[Key, Any], object])
 _Hook = TypeVar('_Hook', bound=Callable[[List[Change]], object])
 
 
-class CollectionHooks:
-    """The hook methods of a collection, which keeps its hooks as ``_before_write``."""
+class BeforeWriteHooks:
+    """A collection's ``before_write`` hooks, in the order added.
 
-    _before_write: list[Callable[[Key, Any], object]]
-    _name: str
+    The collection holds one; its :meth:`~centidb.collection.Collection.before_write`
+    and :meth:`~centidb.collection.Collection.remove_hook` call :meth:`add`
+    and :meth:`remove`, and its record paths are made again with
+    :attr:`hooks` after each change.
 
-    if TYPE_CHECKING:   # what the collection provides, declared for the type checker
-        def rebuild(self) -> None: ...
+    :param coll_name: the collection's name, for errors.
+    :param changed: called with no arguments after a hook is added or removed.
+    """
 
-    def before_write(self, hook: _Check) -> _Check:
-        """Call ``hook(key, value)`` before each record of this collection is written.
+    def __init__(self, coll_name: str, changed: Callable[[], object]) -> None:
+        self.coll_name = coll_name
+        self.changed = changed
+        #: The hooks, in the order added (a hook added twice is there twice).
+        self.hooks: tuple[Callable[[Key, Any], object], ...] = ()
 
-        For validation: the hook runs in the write transaction, for every
-        ``put()``, ``put_many()``, ``delete()``, ``delete_many()``,
-        ``coll[key] = value`` and ``del coll[key]``, after the key, the
-        index entries and every other check have been made and just before
-        the record is written (``value`` is ``None`` for a delete, and a
-        delete of a missing key calls nothing). If it raises, that write
-        writes nothing, and for ``put_many()`` and ``delete_many()`` the
-        whole call writes nothing, and the exception propagates. ``batch()``
-        and ``Store.drop_collection()`` call no hook. Hooks run in the
-        order added and last for this session only; while a collection has
-        one, its writes take the general (slower) path.
+    def add(self, hook: _Check) -> _Check:
+        """Add `hook`; see ``Collection.before_write``.
 
-        Returns `hook`, so it works as a decorator.
-
-        :param hook: ``hook(key tuple, value)``; what it returns is ignored.
+        :param hook: ``hook(key tuple, value)``.
         :returns: `hook`.
         :raises TypeError: if `hook` is not callable.
         """
         if not callable(hook):
             raise TypeError(f'a before_write hook must be callable, not {hook!r}')
-        self._before_write.append(hook)
-        self.rebuild()
+        self.hooks += (hook,)
+        self.changed()
         return hook
 
-    def remove_hook(self, hook: Callable[[Key, Any], object]) -> None:
-        """Stop calling a hook added with :meth:`before_write`.
+    def remove(self, hook: Callable[[Key, Any], object]) -> None:
+        """Remove `hook` once; see ``Collection.remove_hook``.
 
-        A hook added twice is called twice, and removed once by each call.
-
-        :param hook: the hook, as given to :meth:`before_write`.
-        :raises ValueError: if `hook` is not one of this collection's hooks.
+        :param hook: the hook, as given to :meth:`add`.
+        :raises ValueError: if `hook` is not one of the hooks.
         """
+        hooks = list(self.hooks)
         try:
-            self._before_write.remove(hook)
+            hooks.remove(hook)
         except ValueError:
             raise ValueError(f'{hook!r} is not a before_write hook of collection '
-                             f'{self._name!r}') from None
-        self.rebuild()
+                             f'{self.coll_name!r}') from None
+        self.hooks = tuple(hooks)
+        self.changed()
 
 
 class CommitHooks:

@@ -8,21 +8,21 @@ through a plain Python function; each tuple is stored as one entry (layout in
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Final, Iterable, Iterator, Optional
+from typing import Any, Callable, Final, Iterable, Iterator, Optional
 
 from centidb import impl, keylib
 from centidb.catalog import Catalog
 from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
 from centidb.keylib import Key
-from centidb.query import Queryable, check_query, query_doc, readonly
-from centidb.access import (Records, corrupt_entry_error, first_entry,
-                            split_entries)
-from centidb.records import RecordReader, as_key
-from centidb.writing import delete_prefix
+from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
+from centidb.access import CollectionCalls
+from centidb.entries import corrupt_entry_error, first_entry, split_entries
+from centidb.records import as_key
+from centidb.entries import delete_prefix
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Index', 'IndexSet', 'Indexed']
+__all__ = ['Index', 'IndexSet']
 
 
 def _index_get(self: Index, tup: object, default: Any = None, *, rec: bool = False,
@@ -46,16 +46,13 @@ def _index_get(self: Index, tup: object, default: Any = None, *, rec: bool = Fal
     :raises ~centidb.errors.UnknownEncoderError: for a record packed
         with a packer not registered in this session.
     """
-    if rec:
-        return self._txns.run(txn, False, self._get_many_in, [as_key(tup)], default,
-                              True)[0]
-    if txn is None:
-        return self._txns.run(None, False, self._get_in, tup, default)
-    coll, prefix, name = self._get_args
-    return coll._reader.index_get(txn, prefix, name, tup, default)
+    if rec or txn is None:
+        return self.get_many((tup,), default, rec=rec, txn=txn)[0]
+    calls, prefix, name = self.get_args
+    return calls.reader.index_get(txn, prefix, name, tup, default)
 
 
-class Index(Queryable):
+class Index:
     """A secondary index of a :class:`~centidb.collection.Collection`; made by ``add_index()``.
 
     Query methods range over index tuples with the collection's query
@@ -74,7 +71,7 @@ class Index(Queryable):
     :param unique: True if no two records may have the same index tuple.
     """
 
-    def __init__(self, coll: Indexed, name: str, index_id: int, func: Callable[[Any], Any],
+    def __init__(self, coll: Any, name: str, index_id: int, func: Callable[[Any], Any],
                  txns: TxnManager, unique: bool = False) -> None:
         self._coll = coll
         self._txns = txns
@@ -83,8 +80,12 @@ class Index(Queryable):
         self._func = func
         self._prefix = keylib.packs(index_id)
         self._unique = unique
-        # What get() reads, in one attribute (each costs a lookup per call).
-        self._get_args = (coll, self._prefix, name)
+        #: What :meth:`get` reads, in one attribute (each costs a lookup per
+        #: call): the collection's :class:`~centidb.access.CollectionCalls`,
+        #: the index's prefix and its name.
+        self.get_args: tuple[CollectionCalls, bytes, str] = (coll.calls, self._prefix, name)
+        self._space = KeySpace(self._prefix, txns, self.values, self._entry_keys,
+                               self._entry_chunks, self._group_of, 2, _always)
 
     # Read-only: the collection's put() is prepared from these.
 
@@ -106,7 +107,7 @@ class Index(Queryable):
               include: bool) -> Iterator[tuple[Key, Key]]:
         """Iterate ``(index tuple, record key)`` for the query."""
         check_query(reverse, max)
-        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
+        lo_bytes, hi_bytes = self._space.bounds(lo, hi, prefix, startswith, include)
         return self._txns.iterate(txn, lo_bytes, hi_bytes, reverse, max,
                                   self._split_entries)
 
@@ -114,14 +115,14 @@ class Index(Queryable):
                        reverse: bool) -> Iterator[tuple[Key, Key]]:
         return split_entries(etxn, self._prefix, lo, hi, reverse)
 
-    def _records(self, txn: Transaction | None, lo: object, hi: object, prefix: object,
+    def _matches(self, txn: Transaction | None, lo: object, hi: object, prefix: object,
                  startswith: object, reverse: bool, max: int | None, include: bool,
                  items: bool) -> Iterator[Any]:
         """Iterate the records (or index tuple and record pairs) of a query."""
         check_query(reverse, max)
-        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
-        reader = self._coll.records.reader
-        index_prefix, name = self._prefix, self._name
+        lo_bytes, hi_bytes = self._space.bounds(lo, hi, prefix, startswith, include)
+        calls, index_prefix, name = self.get_args
+        reader = calls.reader
 
         def source(etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
                    reverse: bool) -> Iterator[Any]:
@@ -180,7 +181,7 @@ class Index(Queryable):
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
-        return self._records(txn, lo, hi, prefix, startswith, reverse, max, include, True)
+        return self._matches(txn, lo, hi, prefix, startswith, reverse, max, include, True)
 
     @query_doc('index tuple')
     def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
@@ -195,10 +196,29 @@ class Index(Queryable):
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
-        return self._records(txn, lo, hi, prefix, startswith, reverse, max, include, False)
+        return self._matches(txn, lo, hi, prefix, startswith, reverse, max, include, False)
 
-    _keys_are_results = True    # one entry, one result: the engine counts them
-    _key_parts = 2              # an entry packs the index tuple, then the record key
+    @doc_of(KeySpace.find)
+    def find(self, lo: object = None, hi: object = None, *, prefix: object = None,
+             startswith: object = None, reverse: bool = False, include: bool = False,
+             txn: Transaction | None = None, default: Any = None) -> Any:
+        return self._space.find(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
+                                include=include, txn=txn, default=default)
+
+    @doc_of(KeySpace.count)
+    def count(self, lo: object = None, hi: object = None, *, prefix: object = None,
+              startswith: object = None, reverse: bool = False, max: int | None = None,
+              include: bool = False, txn: Transaction | None = None) -> int:
+        return self._space.count(lo, hi, prefix=prefix, startswith=startswith,
+                                 reverse=reverse, max=max, include=include, txn=txn)
+
+    @doc_of(KeySpace.group_counts)
+    def group_counts(self, size: int = 1, lo: object = None, hi: object = None, *,
+                     prefix: object = None, startswith: object = None, reverse: bool = False,
+                     max: int | None = None, include: bool = False,
+                     txn: Transaction | None = None) -> list[tuple[Key, int]]:
+        return self._space.group_counts(size, lo, hi, prefix=prefix, startswith=startswith,
+                                        reverse=reverse, max=max, include=include, txn=txn)
 
     def _entry_keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
                     reverse: bool) -> Iterator[bytes]:
@@ -218,10 +238,6 @@ class Index(Queryable):
         return self.has(tup)
 
     get = impl.choose(_index_get)
-
-    def _get_in(self, txn: Transaction, etxn: EngineTransaction, tup: object,
-                default: Any) -> Any:
-        return self._coll.records.reader.index_get(txn, self._prefix, self._name, tup, default)
 
     def get_many(self, tups: Iterable[object], default: Any = None, *, rec: bool = False,
                  txn: Transaction | None = None) -> list[Any]:
@@ -250,7 +266,8 @@ class Index(Queryable):
 
     def _get_many_in(self, txn: Transaction, etxn: EngineTransaction, tups: list[Key],
                      default: Any, rec: bool) -> list[Any]:
-        prefix, name, records = self._prefix, self._name, self._coll.records
+        calls, prefix, name = self.get_args
+        records = calls.records
         if rec:
             return [records.index_record(etxn, prefix, name, tup, default) for tup in tups]
         index_get = records.reader.index_get
@@ -289,7 +306,7 @@ class IndexSet:
     :param changed: called with no arguments after the added indexes change.
     """
 
-    def __init__(self, coll: Indexed, txns: TxnManager, catalog: Catalog, coll_name: str,
+    def __init__(self, coll: Any, txns: TxnManager, catalog: Catalog, coll_name: str,
                  index_ids: dict[str, int],
                  fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes, Optional[str],
                                  bool, Optional[Callable[[int], object]]], object],
@@ -440,111 +457,5 @@ class IndexSet:
         self.changed()
 
 
-class Indexed:
-    """The index methods of a collection, which keeps its :class:`IndexSet` as ``_index_set``."""
-
-    _index_set: IndexSet
-
-    if TYPE_CHECKING:   # what the collection provides, declared for the type checker
-        @property
-        def coll_id(self) -> int: ...
-
-        @property
-        def records(self) -> Records: ...
-
-        _reader: RecordReader
-
-    def add_index(self, name: str, func: Callable[[Any], Any], *, unique: bool = False,
-                  progress: Callable[[int], object] | None = None) -> Index:
-        """Add (or, after a reopen, re-add) the index `name`; return it.
-
-        A **unique** index refuses a write that would give a second record
-        an index tuple some record has: the write raises
-        :class:`~centidb.errors.UniqueError` and writes nothing. The check
-        runs inside the write transaction, so two writers (threads or
-        processes) cannot both win. A record put again with the same
-        tuple is fine, and changing its tuple frees the old one.
-
-        Functions are not stored: after reopening a store, call
-        ``add_index`` again for every index, or writes raise
-        :class:`~centidb.errors.IndexNotAddedError`. A new index on a
-        collection that already holds records is filled in for them, in
-        this thread's open write transaction (the index is undone if that
-        aborts) or in one of its own; if `func` raises meanwhile, the
-        exception propagates and the index is not created. A transaction of
-        its own is run again if it conflicts with another client's (see
-        :meth:`~centidb.txn.TxnManager.retry_conflicts`). The fill reads
-        the records in key order and writes their entries every 1,000
-        records, so its own memory does not grow with the collection
-        (LevelDB and the in-memory engine hold a transaction's writes in
-        memory until it commits; LMDB does not).
-
-        :param name: the index's name, a non-empty ``str``.
-        :param func: ``func(record)`` returns ``None`` (no entry), a value or
-            tuple (one entry), or a list (one entry per element).
-        :param unique: no two records may have the same index tuple. Must
-            agree with what is stored for an index that exists.
-        :param progress: called as ``progress(n)`` while existing records
-            are indexed, ``n`` being how many records were indexed since the
-            last call (every 1,000, then the rest); the calls add up to the
-            number of records. A ``tqdm`` bar's ``update`` fits
-            (``tqdm(total=coll.count())``). Not called when nothing is
-            filled in (an index that exists, or an empty collection).
-        :returns: the :class:`Index`.
-        :raises TypeError: for an empty or non-``str`` `name`, or a `func`
-            that is not callable.
-        :raises ValueError: if the index was already added in this session,
-            or exists with the other `unique` setting.
-        :raises ~centidb.errors.UniqueError: if `unique` and two records
-            already stored have the same index tuple (no index is made).
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        if not isinstance(name, str) or not name:
-            raise TypeError(f'index name must be a non-empty str, not {name!r}')
-        if not callable(func):
-            raise TypeError(f'index function for {name!r} must be callable')
-        if progress is not None and not callable(progress):
-            raise TypeError(f'progress must be callable or None, not {progress!r}')
-        index_set = self._index_set
-        return index_set.txns.retry_conflicts(index_set.add, name, func, bool(unique), progress)
-
-    def drop_index(self, name: str) -> None:
-        """Delete the index `name` and all its entries from the store.
-
-        Like ``add_index``, this runs in this thread's open write
-        transaction (undone if that aborts) or in one of its own, run again
-        if it conflicts with another client's. The index need not have been
-        added in this session.
-
-        :param name: the index's name.
-        :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if the
-            collection has no stored index `name`.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        index_set = self._index_set
-        index_set.txns.retry_conflicts(index_set.drop, name)
-
-    def reindex(self, name: str, *, progress: Callable[[int], object] | None = None) -> None:
-        """Rebuild the index `name`: make its entries again from the records.
-
-        Repairs an index that :meth:`~centidb.store.Store.verify` reports as
-        inconsistent (after a broken ``blind=True`` promise, or an index
-        function that changed). Runs in this thread's open write transaction
-        or in one of its own. The new entries are written aside first, in
-        chunks as for :meth:`add_index`, then take the old ones' place: if
-        the index function raises, or a unique index finds a duplicate, the
-        exception propagates with the old entries untouched (and the
-        transaction usable).
-
-        :param name: the name of an index added in this session.
-        :param progress: called as ``progress(n)`` while the records are
-            indexed, as for :meth:`add_index`.
-        :raises ~centidb.errors.UnknownIndexError: (a ``KeyError``) if no
-            index `name` was added in this session.
-        :raises ~centidb.errors.UniqueError: (a unique index) if two records
-            have the same index tuple.
-        :raises ~centidb.errors.EngineClosedError: if the store is closed.
-        """
-        if progress is not None and not callable(progress):
-            raise TypeError(f'progress must be callable or None, not {progress!r}')
-        self._index_set.rebuild(name, progress)
+def _always(etxn: EngineTransaction) -> bool:
+    return True      # one entry, one result: the engine counts them

@@ -1,4 +1,4 @@
-"""Query parameters shared by collections and indexes, and find()/count().
+"""Query parameters shared by collections and indexes, and :class:`KeySpace`: find()/count().
 
 Every iterating method of :class:`~centidb.collection.Collection` and
 :class:`~centidb.index.Index`, ``find()``, ``count()`` and
@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import itertools
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
+from typing import Any, Callable, Iterator, TypeVar
 
 from centidb import keylib
 from centidb.engines import EngineTransaction
@@ -43,7 +43,7 @@ from centidb.keylib import Key, count_groups
 from centidb.records import as_key
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Queryable', 'check_query', 'key_range', 'query_doc', 'readonly']
+__all__ = ['KeySpace', 'check_query', 'doc_of', 'key_range', 'query_doc', 'readonly']
 
 _F = TypeVar('_F', bound=Callable[..., Any])
 
@@ -139,59 +139,72 @@ def query_doc(what: str) -> Callable[[_F], _F]:
     return fill
 
 
-class Queryable:
-    """``find()``, ``count()`` and ``group_counts()`` for collections and indexes.
+def doc_of(source: Callable[..., Any]) -> Callable[[_F], _F]:
+    """Give a method that passes its call on the docstring of the method it calls.
 
-    A subclass has ``prefix``, ``_txns`` and ``values()``, and provides
-    ``_entry_keys(etxn, lo, hi, reverse)``, iterating the engine key of
-    each result (a record key, or an index entry) without decoding it, and
-    ``_group_of(key_bytes, size)``, the first `size` elements of the key
-    or index tuple held in one of those engine keys (raising the class's
-    error for a corrupt one), and ``_entry_chunks(etxn, lo, hi,
-    reverse)``, the same engine keys in lists (fewer Python steps for a
-    long count).
+    :param source: the method whose docstring is copied (say
+        :meth:`KeySpace.count`).
+    :returns: a decorator.
+    """
+    def copy(method: _F) -> _F:
+        method.__doc__ = source.__doc__
+        return method
+    return copy
+
+
+class KeySpace:
+    """The queries over one key space: a collection's records, or an index's entries.
+
+    A :class:`~centidb.collection.Collection` and an
+    :class:`~centidb.index.Index` each hold one and pass their ``find()``,
+    ``count()`` and ``group_counts()`` calls to it.
+
+    :param prefix: the bytes every engine key of the space starts with.
+    :param txns: the store's :class:`~centidb.txn.TxnManager`.
+    :param values: the holder's ``values()`` (the query parameters, and
+        ``txn=``), which :meth:`find` calls.
+    :param entries: ``entries(etxn, lo, hi, reverse)`` iterates the engine
+        key of each result (a record key, or an index entry) without
+        decoding it.
+    :param chunks: ``chunks(etxn, lo, hi, reverse)`` iterates the same
+        engine keys in lists (fewer Python steps for a long count).
+    :param group_of: ``group_of(key_bytes, size)`` returns the first `size`
+        elements of the key or index tuple in one of those engine keys
+        (raising the holder's error for a corrupt one).
+    :param key_parts: how many keys one engine key packs: 1 (a record
+        key), 2 (an index entry: index tuple, then record key).
+    :param countable: ``countable(etxn)`` is True when, in `etxn`'s view,
+        every engine key of the space is one result, so the engine may
+        count them (an index always; a collection while it holds no
+        batch, whose keys hold several records each).
     """
 
-    #: True when every engine key in the query's range is one result, so
-    #: the engine may count them (an index); a collection's batches hold
-    #: several records under one key.
-    _keys_are_results = False
-    #: How many keys one engine key packs: 1 (a record key), 2 (an index
-    #: entry: index tuple, then record key).
-    _key_parts = 1
+    def __init__(self, prefix: bytes, txns: TxnManager, values: Callable[..., Iterator[Any]],
+                 entries: Callable[[EngineTransaction, bytes, bytes | None, bool],
+                                   Iterator[bytes]],
+                 chunks: Callable[[EngineTransaction, bytes, bytes | None, bool],
+                                  Iterator[list[bytes]]],
+                 group_of: Callable[[bytes, int], Key], key_parts: int,
+                 countable: Callable[[EngineTransaction], bool]) -> None:
+        self.prefix = prefix
+        self.txns = txns
+        self.values = values
+        self.entries = entries
+        self.chunks = chunks
+        self.group_of = group_of
+        self.key_parts = key_parts
+        self.countable = countable
 
-    if TYPE_CHECKING:   # what a subclass provides, declared for the type checker
-        _txns: TxnManager
+    def bounds(self, lo: object, hi: object, prefix: object, startswith: object,
+               include: bool) -> tuple[bytes, bytes | None]:
+        """The engine key bounds ``(lo, hi)`` of a query; see :func:`key_range`.
 
-        @property
-        def prefix(self) -> bytes: ...
-
-        def values(self, lo: object = None, hi: object = None, *, prefix: object = None,
-                   startswith: object = None, reverse: bool = False, max: int | None = None,
-                   include: bool = False, txn: Transaction | None = None) -> Iterator[Any]: ...
-
-        def _entry_keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
-                        reverse: bool) -> Iterator[bytes]: ...
-
-        def _group_of(self, key_bytes: bytes, size: int) -> Key: ...
-
-        def _entry_chunks(self, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
-                          reverse: bool) -> Iterator[list[bytes]]: ...
-
-    def _unbatched(self, etxn: EngineTransaction) -> bool:
-        """True if, in `etxn`'s view, no engine key in the query's space holds a batch.
-
-        Then every engine key is one result and the engine counts them. A
-        collection answers from its stored metadata (``'batched'`` is
-        written in the transaction that makes its first batch); this default
-        answers False.
-
-        :param etxn: the :class:`~centidb.engines.EngineTransaction` read in.
+        :param lo: the ``lo`` parameter, or None.
+        :param hi: the ``hi`` parameter, or None.
+        :param prefix: the ``prefix`` parameter, or None.
+        :param startswith: the ``startswith`` parameter, or None.
+        :param include: the ``include`` parameter.
         """
-        return False
-
-    def _bounds(self, lo: object, hi: object, prefix: object, startswith: object,
-                include: bool) -> tuple[bytes, bytes | None]:
         return key_range(self.prefix, lo, hi, prefix, include, startswith)
 
     def find(self, lo: object = None, hi: object = None, *, prefix: object = None,
@@ -240,14 +253,14 @@ class Queryable:
         :returns: the count, at most `max`.
         """
         check_query(reverse, max)
-        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
-        return self._txns.run(txn, False, self._count, lo_bytes, hi_bytes, reverse, max)
+        lo_bytes, hi_bytes = self.bounds(lo, hi, prefix, startswith, include)
+        return self.txns.run(txn, False, self._count, lo_bytes, hi_bytes, reverse, max)
 
     def _count(self, txn: Transaction, etxn: EngineTransaction, lo: bytes, hi: bytes | None,
                reverse: bool, max: int | None) -> int:
-        if max is None and (self._keys_are_results or self._unbatched(etxn)):
+        if max is None and self.countable(etxn):
             return etxn.count(lo, hi)
-        keys = self._entry_keys(etxn, lo, hi, reverse)
+        keys = self.entries(etxn, lo, hi, reverse)
         if max is not None:
             keys = itertools.islice(keys, max)
         n = 0
@@ -280,12 +293,12 @@ class Queryable:
         if size < 1:
             raise ValueError(f'size must be at least 1, got {size}')
         check_query(reverse, max)
-        lo_bytes, hi_bytes = self._bounds(lo, hi, prefix, startswith, include)
-        return self._txns.run(txn, False, self._group_counts, lo_bytes, hi_bytes,
-                              reverse, max, size)
+        lo_bytes, hi_bytes = self.bounds(lo, hi, prefix, startswith, include)
+        return self.txns.run(txn, False, self._group_counts, lo_bytes, hi_bytes,
+                             reverse, max, size)
 
     def _group_counts(self, txn: Transaction, etxn: EngineTransaction, lo: bytes,
                       hi: bytes | None, reverse: bool, max: int | None,
                       size: int) -> list[tuple[Key, int]]:
-        return count_groups(self._entry_chunks(etxn, lo, hi, reverse), self.prefix, size,
-                            reverse, max, self._key_parts, self._group_of)
+        return count_groups(self.chunks(etxn, lo, hi, reverse), self.prefix, size,
+                            reverse, max, self.key_parts, self.group_of)

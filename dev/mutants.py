@@ -7,7 +7,7 @@ Usage (from the repository root)::
     .venv/bin/python dev/mutants.py keylib --list           # list, run nothing
     .venv/bin/python dev/mutants.py keylib --lines 250-300  # only those lines
     .venv/bin/python dev/mutants.py batches --only encode_batch,decode_batch
-    .venv/bin/python dev/mutants.py writing --only KeySource,RecordWrites.put  # Class.method
+    .venv/bin/python dev/mutants.py writing --only KeySource  # Class.method
 
 Each mutant changes one thing in a copy of the module: an arithmetic, bitwise
 or augmented-assignment operator, a comparison, ``and``/``or``, a ``not``
@@ -51,12 +51,14 @@ MODULES = {
     'records': ('centidb/records.py', ['tests/test_records.py', 'tests/test_collection*.py',
                                        'tests/test_index.py', 'tests/test_store_verify.py']),
     'access': ('centidb/access.py', ['tests/test_access.py', 'tests/test_records.py',
-                                     'tests/test_collection*.py',
-                                     'tests/test_index.py', 'tests/test_store_verify.py']),
+                                     'tests/test_collection*.py', 'tests/test_index.py',
+                                     'tests/test_store_verify.py', 'tests/test_bulk.py',
+                                     'tests/test_unique.py', 'tests/test_hooks.py']),
+    'entries': ('centidb/entries.py', ['tests/test_entries.py', 'tests/test_index.py',
+                                       'tests/test_unique.py']),
     'writing': ('centidb/writing.py', ['tests/test_writing.py', 'tests/test_records.py',
-                                       'tests/test_collection*.py',
-                                       'tests/test_index.py', 'tests/test_bulk.py',
-                                       'tests/test_unique.py', 'tests/test_hooks.py']),
+                                       'tests/test_collection*.py', 'tests/test_bulk.py',
+                                       'tests/test_hooks.py']),
     'savepoint': ('centidb/savepoint.py', ['tests/test_savepoint.py', 'tests/test_bulk.py']),
     'fastpath': ('centidb/fastpath.py', ['tests/test_fastpath.py', 'tests/test_records.py']),
 }

@@ -24,9 +24,9 @@ import pytest
 
 import centidb
 from centidb import (
-    batches, bulk, catalog, checksums, compressors, metarecords, cli, collection,
+    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection,
     dumpfile, dumpformat,
-    encodings, engines, errors, fastpath, impl, index, keyformat, access, hooks, keylib, limits, mapping, models, query, records, savepoint,
+    encodings, engines, errors, fastpath, impl, index, keyformat, access, entries, hooks, keylib, limits, models, query, records, savepoint,
     store, txn, writing,
 )
 from centidb.store import admin, verify
@@ -44,8 +44,8 @@ ALIASES = [importlib.import_module(f'centidb.{name}') for name in
 
 MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            models, model, modelindex, fields, store, admin, hooks, verify, catalog, metarecords, collection,
-           bulk, mapping,
-           index, query, access, writing,
+           collinfo,
+           index, query, access, entries, writing,
            savepoint, limits, records, fastpath, txn,
            impl, checksums, compressors,
            engines, *ENGINE_MODULES, encodings, dumpformat, dumpfile, keylib, keyformat, errors, batches]

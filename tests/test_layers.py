@@ -36,13 +36,13 @@ LAYERS = [
     ['catalog', 'batches'],
     ['fastpath'],
     ['records'],
-    ['limits'],
+    ['limits', 'entries'],
     ['savepoint'],
     ['writing'],
     ['access'],
     ['query'],
     ['index'],
-    ['bulk', 'hooks', 'mapping'],
+    ['hooks', 'collinfo'],
     ['collection'],
     ['store'],                      # Store: admin (the open collections), verify
     ['models'],                     # Model: fields, index declarations, the model

@@ -309,7 +309,7 @@ class ModelIndex(Generic[_M]):
                      txn: Transaction | None = None) -> list[tuple[Key, int]]:
         """Return ``[(group, count), ...]``: matching entries counted per leading elements.
 
-        As :meth:`Index.group_counts() <centidb.query.Queryable.group_counts>`:
+        As :meth:`Index.group_counts() <centidb.index.Index.group_counts>`:
         a group is the first `size` elements of an index tuple (a shorter
         tuple is a group of its own), groups come in index order, and no
         record is read. ``User.by_city.group_counts()`` counts the users
