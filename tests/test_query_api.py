@@ -1,6 +1,6 @@
 """Whole-element prefixes, startswith, keyword-only options, group_counts()
 and counting without decoding, on every engine (the mapping protocol is in
-``test_mapping.py``).
+``test_collection_mapping.py``).
 """
 
 import inspect

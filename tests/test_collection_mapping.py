@@ -1,4 +1,4 @@
-"""The mapping protocol of a collection (:mod:`centidb.mapping`), on every engine.
+"""The mapping protocol of a collection, on every engine.
 
 ``key in coll``, ``coll[key]``, ``coll[key] = value``, ``del coll[key]``,
 ``iter(coll)``, ``len(coll)`` and ``bool(coll)``, each in a transaction of
