@@ -20,6 +20,7 @@ import itertools
 import mmap
 import operator
 import sys
+import weakref
 from array import array
 from typing import Any, Callable, Iterable, Iterator, MutableMapping, Union
 
@@ -132,7 +133,7 @@ class _WriteLog(EngineTransaction):
     :data:`TOMBSTONE` for a delete. It holds the very ``bytes`` objects the
     caller passed, and nothing per write besides its table entry: no tuple,
     no log of superseded writes, no copy. A write is one dict update
-    (``_fast_put_many`` and ``_fast_put`` are the dict's own ``update`` and
+    (``fast.put_many`` and ``fast.put`` are the dict's own ``update`` and
     ``__setitem__``, which run in C), a read one lookup. Deleting a key that
     only this transaction wrote drops its entry, rather than keep a
     tombstone. The first iteration turns the dict into a
@@ -153,8 +154,8 @@ class _WriteLog(EngineTransaction):
     def _start_log(self) -> None:
         self._pending = {}
         self._deletes = False   # whether a TOMBSTONE was ever written
-        self._fast_put_many = self._pending.update
-        self._fast_put = self._pending.__setitem__
+        self.fast.put_many = self._pending.update
+        self.fast.put = self._pending.__setitem__
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
@@ -177,7 +178,7 @@ class _WriteLog(EngineTransaction):
         if type(value) is not bytes:
             _not_bytes('value', value)
         self._pending[key] = value
-        self.writes += 1
+        self.fast.writes += 1
 
     def _delete(self, key: bytes) -> None:
         # Callers checked that this is an open write transaction.
@@ -193,7 +194,7 @@ class _WriteLog(EngineTransaction):
         if self._pending is None or self._state is not _OPEN:
             self._refuse_write()
         self._pending.update(pairs)
-        self.writes += len(pairs)
+        self.fast.writes += len(pairs)
 
     def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
         """The pending writes as a SortedDict, which they stay from now on."""
@@ -203,8 +204,8 @@ class _WriteLog(EngineTransaction):
         # Made from the dict, which is then dropped: never both at once.
         made: SortedDict[bytes, _Pending] = SortedDict(pending or ())
         self._pending = made
-        self._fast_put_many = made.update
-        self._fast_put = made.__setitem__
+        self.fast.put_many = made.update
+        self.fast.put = made.__setitem__
         return made
 
     def _holds_writes(self) -> bool:
@@ -253,7 +254,7 @@ class _WriteLog(EngineTransaction):
         table.clear()
 
     def _drop_log(self) -> None:
-        self._pending = self._fast_put_many = self._fast_put = None
+        self._pending = self.fast.put_many = self.fast.put = None
 
 
 
@@ -491,7 +492,7 @@ class LogCalls:
     """The unchecked calls of a :class:`_CompactWriteLog` over its current tables.
 
     ``get``, ``put``, ``put_many`` and ``delete`` are the transaction's
-    ``_fast_get``, ``_fast_put``, ``_fast_put_many`` and ``_fast_delete``
+    ``fast.get``, ``fast.put``, ``fast.put_many`` and ``fast.delete``
     (see :class:`~centidb.engines.fastcalls.FastCalls`); the log makes a new
     one when it replaces its dict or first freezes. ``get`` keeps the last
     value it read from `committed`, which must always give the same value
@@ -603,8 +604,8 @@ class _CompactWriteLog(_WriteLog):
     order (which LevelDB inserts into its memtable faster than a random
     order), then the deletes, then the dict.
 
-    The unchecked calls (``_fast_get``, ``_fast_put``, ``_fast_put_many``,
-    ``_fast_delete``) are the methods of a :class:`LogCalls` over the
+    The unchecked calls (``fast.get``, ``fast.put``, ``fast.put_many``,
+    ``fast.delete``) are the methods of a :class:`LogCalls` over the
     current dict and frozen writes, made again by :meth:`_arm` when either
     is replaced; the checked methods check, then call them.
 
@@ -633,11 +634,13 @@ class _CompactWriteLog(_WriteLog):
         """Make the unchecked calls over the current dict and frozen writes."""
         frozen = self._frozen
         pending: MutableMapping[bytes, Any] = self._pending  # type: ignore[assignment]
+        # The calls reach this transaction weakly: a Record keeps its
+        # FastCalls, which must not hold the transaction open.
         calls = LogCalls(pending, None if frozen is None else frozen.get,
-                         self._read_committed, self._freeze_at, self._freeze,
-                         self._deleted, TOMBSTONE, self._heads)
-        self._fast_get, self._fast_put = calls.get, calls.put
-        self._fast_put_many, self._fast_delete = calls.put_many, calls.delete
+                         self._read_committed, self._freeze_at, _weakly(self._freeze),
+                         _weakly(self._deleted), TOMBSTONE, self._heads)
+        self.fast.get, self.fast.put = calls.get, calls.put
+        self.fast.put_many, self.fast.delete = calls.put_many, calls.delete
 
     def _deleted(self) -> None:
         """Note that the log may hold a TOMBSTONE (called by ``LogCalls.delete``)."""
@@ -648,7 +651,7 @@ class _CompactWriteLog(_WriteLog):
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
-        get = self._fast_get
+        get = self.fast.get
         if get is None or self._state is not _OPEN:
             self._raise_unusable()
         if type(key) is not bytes or not key:
@@ -657,7 +660,7 @@ class _CompactWriteLog(_WriteLog):
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
-        put = self._fast_put
+        put = self.fast.put
         if put is None or self._state is not _OPEN:
             self._refuse_write()
         if type(key) is not bytes or not key:
@@ -665,18 +668,18 @@ class _CompactWriteLog(_WriteLog):
         if type(value) is not bytes:
             _not_bytes('value', value)
         put(key, value)
-        self.writes += 1
+        self.fast.writes += 1
 
     def _put_many(self, pairs: list[Item]) -> None:
-        put_many = self._fast_put_many
+        put_many = self.fast.put_many
         if put_many is None or self._state is not _OPEN:
             self._refuse_write()
         put_many(pairs)
-        self.writes += len(pairs)
+        self.fast.writes += len(pairs)
 
     def _delete(self, key: bytes) -> None:
         # Callers checked that this is an open write transaction.
-        self._fast_delete(key)  # type: ignore[misc]
+        self.fast.delete(key)  # type: ignore[misc]
 
     def _may_write_in(self, lo: bytes | None, hi: bytes | None) -> bool:
         """False if no key in ``[lo, hi)`` was written in this transaction.
@@ -711,7 +714,7 @@ class _CompactWriteLog(_WriteLog):
         """
         if self._may_write_in(lo, hi):
             return merge_overlay(self._sorted_writes(), make_base(lo, hi), lo, hi, reverse)
-        return self._unless_written(make_base, lo, hi, reverse, self.writes)
+        return self._unless_written(make_base, lo, hi, reverse, self.fast.writes)
 
     def _unless_written(self, make_base: Callable[[bytes | None, bytes | None], ItemIterator],
                         lo: bytes | None, hi: bytes | None, reverse: bool,
@@ -720,15 +723,15 @@ class _CompactWriteLog(_WriteLog):
         base = make_base(lo, hi)
         try:
             for item in base:
-                if self.writes != writes:
-                    writes = self.writes
+                if self.fast.writes != writes:
+                    writes = self.fast.writes
                     if self._pending is not None and self._may_write_in(lo, hi):
                         break
                 yield item
                 last = item[0]
             else:
                 # The snapshot has no more; a write since may have added some.
-                if (self.writes == writes or self._pending is None
+                if (self.fast.writes == writes or self._pending is None
                         or not self._may_write_in(lo, hi)):
                     return
         finally:
@@ -779,7 +782,17 @@ class _CompactWriteLog(_WriteLog):
     def _drop_log(self) -> None:
         self._frozen = None
         super()._drop_log()
-        self._fast_get = self._fast_delete = None
+        self.fast.get = self.fast.delete = None
+
+
+def _weakly(method: Callable[[], object]) -> Callable[[], object]:
+    """The bound method `method`, called through a weak reference to its object."""
+    ref = weakref.WeakMethod(method)  # type: ignore[arg-type,var-annotated]
+
+    def call() -> object:
+        bound = ref()
+        return None if bound is None else bound()
+    return call
 
 
 def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], None]:
