@@ -6,7 +6,7 @@ TWINS += ('FastCalls', 'guarded')
 
 
 cdef class FastCalls:
-    """Mirrors centidb.engines.fastcalls.FastCalls."""
+    """Mirrors centidb.engines.FastCalls."""
 
     cdef public object get, put, put_many, replace, delete, seek_cursor
     cdef public Py_ssize_t writes

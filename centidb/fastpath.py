@@ -1,7 +1,7 @@
 """Fast paths: an engine transaction's unchecked calls, used when it offers them.
 
 An :class:`~centidb.engines.EngineTransaction` holds, as ``fast``, the
-unchecked calls it offers (see :class:`~centidb.engines.fastcalls.FastCalls`):
+unchecked calls it offers (see :class:`~centidb.engines.FastCalls`):
 calls that skip its argument and state checks. The functions here use one
 when it is there and the checked method when it is not, and keep the
 transaction's ``fast.writes`` count; the callers have checked the keys.

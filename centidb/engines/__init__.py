@@ -86,7 +86,7 @@ forwards every call to another engine, for tracing and fault injection.
 Optional, for speed: the collection layer writes a record's keys with one
 ``_put_many(pairs)`` call (the default calls :meth:`EngineTransaction.put`
 for each), and uses the unchecked calls of a transaction's ``fast``
-(:class:`~centidb.engines.fastcalls.FastCalls`: ``get``, ``put``,
+(:class:`~centidb.engines.FastCalls`: ``get``, ``put``,
 ``put_many``, ``replace``, ``delete``, ``seek_cursor``) while they are not
 ``None``. An engine that leaves them ``None`` loses nothing but speed.
 """

@@ -72,7 +72,7 @@ class EngineTransaction:
 
     A subclass's constructor calls this one first, which makes :attr:`fast`
     with no unchecked call; an engine that offers some sets them on it (see
-    :class:`~centidb.engines.fastcalls.FastCalls`), and sets them back to
+    :class:`~centidb.engines.FastCalls`), and sets them back to
     ``None`` when the transaction ends.
 
     Every method except :meth:`abort` raises
@@ -91,7 +91,7 @@ class EngineTransaction:
         self.engine = engine
         self.write = bool(write)
         #: The unchecked calls this transaction offers, and its write
-        #: counter (:class:`~centidb.engines.fastcalls.FastCalls`).
+        #: counter (:class:`~centidb.engines.FastCalls`).
         self.fast = FastCalls()
         self._state = _OPEN
         self._registered = False
