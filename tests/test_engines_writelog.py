@@ -223,6 +223,30 @@ def test_the_unchecked_calls_follow_the_frozen_writes(small_freeze):
     assert small_freeze.get(b'k11') == b'v11'
 
 
+def test_the_unchecked_replace_returns_what_get_read_then_writes(small_freeze):
+    """PlyvelEngine's ``fast.replace``: the value pending, frozen or committed
+    (None if deleted or absent) comes back, and the new one is written, frozen
+    with the rest once the dict is full."""
+    small_freeze.put(b'old', b'committed')
+    small_freeze.put(b'gone', b'committed')
+    with small_freeze.begin(write=True) as txn:
+        replace = txn.fast.replace
+        txn.fast.writes += 5
+        assert replace(b'old', b'1') == b'committed'
+        assert replace(b'old', b'2') == b'1'            # pending
+        assert replace(b'new', b'3') is None
+        txn.delete(b'gone')
+        assert replace(b'gone', b'4') is None           # a tombstone
+        assert replace(b'more', b'5') is None           # the fourth key: frozen now
+        assert txn._frozen is not None
+        replace = txn.fast.replace                      # made again for the frozen writes
+        txn.fast.writes += 2
+        assert replace(b'old', b'6') == b'2' and replace(b'more', b'7') == b'5'
+        assert txn.get(b'old') == b'6' and txn.get(b'gone') == b'4'
+    assert txn.fast.replace is None
+    assert dict(small_freeze.items()) == {b'old': b'6', b'new': b'3', b'gone': b'4', b'more': b'7'}
+
+
 def test_a_write_transaction_reads_the_committed_data_once_per_key_in_a_row(tmp_path):
     """Reading a record, then writing it back: one database read (the snapshot never changes)."""
     pytest.importorskip('plyvel')

@@ -491,9 +491,10 @@ class _FrozenWrites:
 class LogCalls:
     """The unchecked calls of a :class:`_CompactWriteLog` over its current tables.
 
-    ``get``, ``put``, ``put_many`` and ``delete`` are the transaction's
-    ``fast.get``, ``fast.put``, ``fast.put_many`` and ``fast.delete``
-    (see :class:`~centidb.engines.fastcalls.FastCalls`); the log makes a new
+    ``get``, ``put``, ``put_many``, ``replace`` and ``delete`` are the
+    transaction's ``fast.get``, ``fast.put``, ``fast.put_many``,
+    ``fast.replace`` and ``fast.delete``
+    (see :class:`~centidb.engines.FastCalls`); the log makes a new
     one when it replaces its dict or first freezes. ``get`` keeps the last
     value it read from `committed`, which must always give the same value
     for a key (a snapshot), so that reading a record and writing it back
@@ -553,6 +554,29 @@ class LogCalls:
         if len(pending) >= self.freeze_at:
             self.freeze()
 
+    def replace(self, key: bytes, value: bytes) -> bytes | None:
+        """Write `value` under `key`; return the value it held (or None), as :meth:`get` would.
+
+        :param key: a non-empty ``bytes`` key.
+        :param value: the ``bytes`` value.
+        """
+        pending = self.pending
+        old = pending.get(key)
+        if old is None and self.frozen_get is not None:
+            old = self.frozen_get(key)
+        if old is None:
+            if key != self.last_key:
+                self.last_value = self.committed(key)
+                self.last_key = key
+            old = self.last_value
+        elif old is self.tombstone:
+            old = None
+        self.heads[head_cell(key)] = 1     # first: a write marked and lost is harmless
+        pending[key] = value
+        if len(pending) >= self.freeze_at:
+            self.freeze()
+        return old
+
     def put_many(self, pairs: list[Item]) -> None:
         """Write each ``(key, value)`` pair of `pairs`.
 
@@ -605,7 +629,7 @@ class _CompactWriteLog(_WriteLog):
     order), then the deletes, then the dict.
 
     The unchecked calls (``fast.get``, ``fast.put``, ``fast.put_many``,
-    ``fast.delete``) are the methods of a :class:`LogCalls` over the
+    ``fast.replace``, ``fast.delete``) are the methods of a :class:`LogCalls` over the
     current dict and frozen writes, made again by :meth:`_arm` when either
     is replaced; the checked methods check, then call them.
 
@@ -641,6 +665,7 @@ class _CompactWriteLog(_WriteLog):
                          _weakly(self._deleted), TOMBSTONE, self._heads)
         self.fast.get, self.fast.put = calls.get, calls.put
         self.fast.put_many, self.fast.delete = calls.put_many, calls.delete
+        self.fast.replace = calls.replace
 
     def _deleted(self) -> None:
         """Note that the log may hold a TOMBSTONE (called by ``LogCalls.delete``)."""
@@ -782,7 +807,7 @@ class _CompactWriteLog(_WriteLog):
     def _drop_log(self) -> None:
         self._frozen = None
         super()._drop_log()
-        self.fast.get = self.fast.delete = None
+        self.fast.get = self.fast.delete = self.fast.replace = None
 
 
 def _weakly(method: Callable[[], object]) -> Callable[[], object]:
