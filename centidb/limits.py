@@ -250,7 +250,7 @@ class LimitedWriter:
         held = _HeldWrites(etxn)
         # The writer finds the engine transaction on the store's; as put_many's
         # general path does, stand the holder in for it meanwhile.
-        txn.engine_txn = held  # type: ignore[assignment]
+        txn.engine_txn = held
         try:
             record = self.writer.write(txn, data, key, blind)
         finally:
@@ -272,8 +272,7 @@ class LimitedWriter:
             nothing was written.
         """
         held = _HeldWrites(etxn)
-        # It has the engine transaction methods write_many uses.
-        keys = self.writer.write_many(held, datas, blind, first_id)  # type: ignore[arg-type]
+        keys = self.writer.write_many(held, datas, blind, first_id)
         if keys is not None:
             check_commit(self.engine, self.name, self.prefix, len(datas), held.deletes,
                          held.puts)

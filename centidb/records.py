@@ -120,8 +120,7 @@ def seen(record: Record, key_bytes: bytes, etxn: Any = None) -> Record:
     """
     record._key_bytes = key_bytes
     if etxn is not None:
-        fast = etxn.fast
-        record._read_in = fast
+        record._read_in = fast = etxn.fast
         record._read_at = fast.writes
     return record
 
@@ -641,8 +640,7 @@ class RecordReader:
             if found is not None and found[1] and found[1][0] & flag:
                 yield from self._expanded(etxn, lo, hi, True, what)  # type: ignore[arg-type]
                 return
-        last = None
-        restart = True
+        last, restart = None, True
         fetched: dict[bytes, bytes | None] | None = None
         while restart:
             restart = False

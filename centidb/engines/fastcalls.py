@@ -19,11 +19,12 @@ error for it.
 
 from __future__ import annotations
 
+import weakref
 from typing import Callable, Protocol
 
 from centidb import impl
 
-__all__ = ['FastCalls', 'FastCallsLike', 'SeekCursor', 'guarded']
+__all__ = ['FastCalls', 'FastCallsLike', 'SeekCursor', 'guarded', 'weakly']
 
 
 class SeekCursor(Protocol):
@@ -124,6 +125,23 @@ def guarded(call: Callable[[bytes], bytes | None], errors: type[BaseException] |
         except errors as exc:
             raise mapped(exc) from exc
     return get
+
+
+def weakly(method: Callable[[], object]) -> Callable[[], object]:
+    """The bound method `method`, called through a weak reference to its object.
+
+    For an unchecked call that must call back into its transaction: a
+    FastCalls must not hold the transaction (see :class:`FastCalls`). Once
+    the object is gone, calling it does nothing.
+
+    :param method: a bound method taking no argument.
+    """
+    ref = weakref.WeakMethod(method)
+
+    def call() -> object:
+        bound = ref()
+        return None if bound is None else bound()
+    return call
 
 
 FastCalls = impl.choose(FastCalls)  # type: ignore[misc]

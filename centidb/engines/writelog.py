@@ -20,13 +20,13 @@ import itertools
 import mmap
 import operator
 import sys
-import weakref
 from array import array
 from typing import Any, Callable, Iterable, Iterator, MutableMapping, Union
 
 from sortedcontainers import SortedDict, SortedList
 
 from centidb.engines.base import _OPEN, EngineTransaction, Item, ItemIterator, _bad_key, _not_bytes
+from centidb.engines.fastcalls import weakly
 
 __all__ = ['TOMBSTONE', 'merge_overlay']
 
@@ -491,9 +491,7 @@ class _FrozenWrites:
 class LogCalls:
     """The unchecked calls of a :class:`_CompactWriteLog` over its current tables.
 
-    ``get``, ``put``, ``put_many``, ``replace`` and ``delete`` are the
-    transaction's ``fast.get``, ``fast.put``, ``fast.put_many``,
-    ``fast.replace`` and ``fast.delete``
+    Its methods are the transaction's calls of the same names in ``fast``
     (see :class:`~centidb.engines.FastCalls`); the log makes a new
     one when it replaces its dict or first freezes. ``get`` keeps the last
     value it read from `committed`, which must always give the same value
@@ -560,21 +558,8 @@ class LogCalls:
         :param key: a non-empty ``bytes`` key.
         :param value: the ``bytes`` value.
         """
-        pending = self.pending
-        old = pending.get(key)
-        if old is None and self.frozen_get is not None:
-            old = self.frozen_get(key)
-        if old is None:
-            if key != self.last_key:
-                self.last_value = self.committed(key)
-                self.last_key = key
-            old = self.last_value
-        elif old is self.tombstone:
-            old = None
-        self.heads[head_cell(key)] = 1     # first: a write marked and lost is harmless
-        pending[key] = value
-        if len(pending) >= self.freeze_at:
-            self.freeze()
+        old = self.get(key)
+        self.put(key, value)
         return old
 
     def put_many(self, pairs: list[Item]) -> None:
@@ -658,14 +643,12 @@ class _CompactWriteLog(_WriteLog):
         """Make the unchecked calls over the current dict and frozen writes."""
         frozen = self._frozen
         pending: MutableMapping[bytes, Any] = self._pending  # type: ignore[assignment]
-        # The calls reach this transaction weakly: a Record keeps its
-        # FastCalls, which must not hold the transaction open.
         calls = LogCalls(pending, None if frozen is None else frozen.get,
-                         self._read_committed, self._freeze_at, _weakly(self._freeze),
-                         _weakly(self._deleted), TOMBSTONE, self._heads)
+                         self._read_committed, self._freeze_at, weakly(self._freeze),
+                         weakly(self._deleted), TOMBSTONE, self._heads)
         self.fast.get, self.fast.put = calls.get, calls.put
-        self.fast.put_many, self.fast.delete = calls.put_many, calls.delete
-        self.fast.replace = calls.replace
+        self.fast.put_many, self.fast.delete, self.fast.replace = (
+            calls.put_many, calls.delete, calls.replace)
 
     def _deleted(self) -> None:
         """Note that the log may hold a TOMBSTONE (called by ``LogCalls.delete``)."""
@@ -808,16 +791,6 @@ class _CompactWriteLog(_WriteLog):
         self._frozen = None
         super()._drop_log()
         self.fast.get = self.fast.delete = self.fast.replace = None
-
-
-def _weakly(method: Callable[[], object]) -> Callable[[], object]:
-    """The bound method `method`, called through a weak reference to its object."""
-    ref = weakref.WeakMethod(method)  # type: ignore[arg-type,var-annotated]
-
-    def call() -> object:
-        bound = ref()
-        return None if bound is None else bound()
-    return call
 
 
 def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], None]:
