@@ -1,73 +1,56 @@
-# Compiled twin of centidb/engines/fastcalls.py: FastCalls, the base class of
-# every engine transaction, whose unchecked calls and write counter are C
-# fields here. The helpers below read them without an attribute lookup
-# from an engine transaction, and through getattr from anything else that
-# stands for one (a savepoint, a write_many's held writes).
+# Compiled twin of centidb/engines/fastcalls.py: FastCalls, which every engine
+# transaction holds as `fast`, its unchecked calls and write counter C fields
+# here, which the compiled record paths read without an attribute lookup.
 
 TWINS += ('FastCalls', 'guarded')
 
 
 cdef class FastCalls:
-    """Mirrors centidb.engines.fastcalls.FastCalls."""
+    """Mirrors centidb.engines.FastCalls."""
 
-    cdef public object _fast_get, _fast_put_many, _fast_put, _fast_replace, _fast_delete
-    cdef public object _seek_cursor, _token
+    cdef public object get, put, put_many, replace, delete, seek_cursor
     cdef public Py_ssize_t writes
 
 
-cdef inline object fast_get_of(etxn):
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn)._fast_get
-    return etxn._fast_get
+# The attributes of an engine transaction's `fast`: C fields of a FastCalls, and
+# attributes of anything else standing for one (the pure-Python FastCalls, when
+# the parity tests run these paths over the pure engines).
+
+cdef inline object fast_get(fast):
+    return (<FastCalls>fast).get if type(fast) is FastCalls else fast.get
 
 
-cdef inline object fast_put_of(etxn):
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn)._fast_put
-    return etxn._fast_put
+cdef inline object fast_put(fast):
+    return (<FastCalls>fast).put if type(fast) is FastCalls else fast.put
 
 
-cdef inline object fast_put_many_of(etxn):
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn)._fast_put_many
-    return etxn._fast_put_many
+cdef inline object fast_put_many(fast):
+    return (<FastCalls>fast).put_many if type(fast) is FastCalls else fast.put_many
 
 
-cdef inline object token_of(etxn):
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn)._token
-    return etxn._token
+cdef inline object fast_replace(fast):
+    return (<FastCalls>fast).replace if type(fast) is FastCalls else fast.replace
 
 
-cdef inline object fast_replace_of(etxn):
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn)._fast_replace
-    return etxn._fast_replace
+cdef inline object fast_delete(fast):
+    return (<FastCalls>fast).delete if type(fast) is FastCalls else fast.delete
 
 
-cdef inline object fast_delete_of(etxn):
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn)._fast_delete
-    return etxn._fast_delete
+cdef inline object fast_seek_cursor(fast):
+    return (<FastCalls>fast).seek_cursor if type(fast) is FastCalls else fast.seek_cursor
 
 
-cdef inline object seek_cursor_of(etxn):
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn)._seek_cursor
-    return etxn._seek_cursor
+cdef inline Py_ssize_t fast_writes(fast) except? -1:
+    if type(fast) is FastCalls:
+        return (<FastCalls>fast).writes
+    return fast.writes
 
 
-cdef inline Py_ssize_t writes_of(etxn) except? -1:
-    if isinstance(etxn, FastCalls):
-        return (<FastCalls>etxn).writes
-    return etxn.writes
-
-
-cdef inline void add_writes(etxn, Py_ssize_t n) except *:
-    if isinstance(etxn, FastCalls):
-        (<FastCalls>etxn).writes += n
+cdef inline void add_writes(fast, Py_ssize_t n) except *:
+    if type(fast) is FastCalls:
+        (<FastCalls>fast).writes += n
     else:
-        etxn.writes += n
+        fast.writes += n
 
 
 cdef class GuardedGet:

@@ -1,74 +1,134 @@
-# Twin of centidb/fastpath.py: the engine transaction's unchecked calls. Included by
-# _speedups.pyx before _records.pxi, whose classes call these without a Python call.
+# Twin of centidb/fastpath.py: the engine transaction's unchecked calls (its `fast`,
+# a FastCalls of _engines.pxi). Included by _speedups.pyx before _records.pxi,
+# whose classes call these without a Python call.
+
+
+from cpython.object cimport PyObject
+
+
+cdef inline object fast_of(etxn):
+    """The FastCalls of the engine transaction `etxn` (its `fast`)."""
+    return etxn.fast
+
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        int type
+        Py_ssize_t offset
+
+cdef extern from "Python.h":
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef *d_member
+
+from types import MemberDescriptorType as _MemberDescriptor
+
+# Where the store transaction class `_slots_class` keeps its public slots
+# `manager`, `write` and `engine_txn` in an instance, read from its member
+# descriptors: once checked_engine_txn has checked that type(txn) is exactly
+# that class, it reads them there, as the descriptors would, without three
+# attribute lookups. -1: they are not plain slots; it looks them up.
+cdef object _slots_class = None
+cdef Py_ssize_t _manager_at = -1, _write_at = -1, _etxn_at = -1
+
+
+cdef Py_ssize_t slot_offset(cls, str name) except -2:
+    """The offset of the object slot `name` in an instance of `cls`, or -1."""
+    descr = getattr(cls, name, None)
+    if type(descr) is not _MemberDescriptor:
+        return -1
+    cdef PyMemberDef *member = (<PyMemberDescrObject *>descr).d_member
+    return member.offset if member.type == 16 else -1    # T_OBJECT_EX, a __slots__ slot
+
+
+cdef void learn_slots(txn_class) except *:
+    global _slots_class, _manager_at, _write_at, _etxn_at
+    _manager_at = slot_offset(txn_class, 'manager')
+    _write_at = slot_offset(txn_class, 'write')
+    _etxn_at = slot_offset(txn_class, 'engine_txn')
+    if _manager_at < 0 or _write_at < 0:
+        _etxn_at = -1
+    _slots_class = txn_class
+
+
+cdef inline PyObject *slot_at(txn, Py_ssize_t offset):
+    """The slot at `offset` of `txn` (borrowed; NULL if unset)."""
+    return (<PyObject **>((<char *><PyObject *>txn) + offset))[0]
+
 
 cdef object checked_engine_txn(txns, txn_class, txn, bint write):
     """Mirrors centidb.fastpath.checked_engine_txn."""
-    cdef TxnState state
+    cdef PyObject *etxn
+    cdef PyObject *writable
     if type(txn) is txn_class:
-        if isinstance(txn, TxnState):
-            state = <TxnState>txn
-            if state.manager is txns and (not write or state.write):
-                etxn = state.engine_txn
-                if etxn is not None:
-                    return etxn
+        if txn_class is not _slots_class:
+            learn_slots(txn_class)
+        if _etxn_at >= 0:
+            etxn = slot_at(txn, _etxn_at)
+            if (slot_at(txn, _manager_at) == <PyObject *>txns and etxn != NULL
+                    and etxn != <PyObject *>None):
+                if not write:
+                    return <object>etxn
+                writable = slot_at(txn, _write_at)
+                if writable != NULL and <object>writable:
+                    return <object>etxn
         elif txn.manager is txns and (not write or txn.write):
-            etxn = txn.engine_txn
-            if etxn is not None:
-                return etxn
-    return txns.engine_txn(txn, write)
+            found = txn.engine_txn
+            if found is not None:
+                return found
+    return txns.engine_txn(txn, write)   # raises the right error
 
 
-cdef object put_many(etxn, list writes):
-    """Mirrors centidb.fastpath.put_many."""
-    fast_put_many = fast_put_many_of(etxn)
-    if fast_put_many is None:
+cdef object put_many(etxn, fast, list writes):
+    """Mirrors centidb.fastpath.put_many, `fast` being etxn's."""
+    put_pairs = fast_put_many(fast)
+    if put_pairs is None:
         etxn._put_many(writes)
     else:
-        add_writes(etxn, len(writes))
+        add_writes(fast, len(writes))
         try:
-            fast_put_many(writes)
+            put_pairs(writes)
         except Exception as exc:
             etxn._put_many_failed(exc, writes)
 
 
-cdef object put_one(etxn, bytes key, bytes value):
-    """Mirrors centidb.fastpath.put_one."""
-    fast_put = fast_put_of(etxn)
-    if fast_put is None:
-        put_many(etxn, [(key, value)])
+cdef object put_one(etxn, fast, bytes key, bytes value):
+    """Mirrors centidb.fastpath.put_one, `fast` being etxn's."""
+    put = fast_put(fast)
+    if put is None:
+        put_many(etxn, fast, [(key, value)])
     else:
-        add_writes(etxn, 1)
+        add_writes(fast, 1)
         try:
-            fast_put(key, value)
+            put(key, value)
         except Exception as exc:
             etxn._put_many_failed(exc, [(key, value)])
 
 
-cdef object replace_one(etxn, replace, bytes key, bytes value):
-    """Mirrors centidb.fastpath.replace_one, `replace` being etxn's _fast_replace."""
-    add_writes(etxn, 1)
+cdef object replace_one(etxn, fast, bytes key, bytes value):
+    """Mirrors centidb.fastpath.replace_one, `fast` being etxn's."""
+    add_writes(fast, 1)
     try:
-        return replace(key, value)
+        return fast_replace(fast)(key, value)
     except Exception as exc:
         etxn._put_many_failed(exc, [(key, value)])
 
 
-cdef object delete_one(etxn, bytes key):
-    """Mirrors centidb.fastpath.delete_one."""
-    fast_delete = fast_delete_of(etxn)
-    if fast_delete is None:
+cdef object delete_one(etxn, fast, bytes key):
+    """Mirrors centidb.fastpath.delete_one, `fast` being etxn's."""
+    delete = fast_delete(fast)
+    if delete is None:
         etxn.delete(key)
     else:
-        add_writes(etxn, 1)
+        add_writes(fast, 1)
         try:
-            fast_delete(key)
+            delete(key)
         except Exception as exc:
             etxn._put_many_failed(exc, [(key, b'')])
 
 
 cdef object first_key(etxn, bytes lo, bytes hi):
     """Mirrors centidb.fastpath.first_key."""
-    cursor = seek_cursor_of(etxn)
+    cursor = fast_seek_cursor(fast_of(etxn))
     if cursor is None:
         found = etxn.first(lo, hi)
         return None if found is None else found[0]

@@ -106,9 +106,10 @@ cdef class Record:
     __hash__ = None
 
 
-cdef Record new_record(coll, data, key, stored, entries, indexes, bytes key_bytes, etxn):
+cdef Record new_record(coll, data, key, stored, entries, indexes, bytes key_bytes, fast):
     """Record(coll, data, key, stored, entries, indexes) without the call, seen under
-    `key_bytes` in `etxn` (mirrors centidb.records.seen)."""
+    `key_bytes` in the engine transaction whose `fast` is `fast` (mirrors
+    centidb.records.seen)."""
     cdef Record record = Record.__new__(Record)
     record.coll = coll
     record.data = data
@@ -117,8 +118,8 @@ cdef Record new_record(coll, data, key, stored, entries, indexes, bytes key_byte
     record._entries = entries
     record._indexes = indexes
     record._key_bytes = key_bytes
-    record._read_in = token_of(etxn)
-    record._read_at = writes_of(etxn)
+    record._read_in = fast
+    record._read_at = fast_writes(fast)
     return record
 
 
@@ -235,24 +236,21 @@ cdef class RecordWriter:
                 self.too_long(key, key_bytes, entries)
         old = None
         cdef bint replaced = False
+        fast = fast_of(etxn)
         if not blind and self.indexes:
-            token = token_of(etxn)
-            if (token is not None and read_in is token and read_at == writes_of(etxn)
-                    and read_key_bytes == key_bytes):
+            if read_in is fast and read_at == fast_writes(fast) and read_key_bytes == key_bytes:
                 old = read_stored       # nothing was written in etxn since it was read
+            elif fast_replace(fast) is not None:
+                old = replace_one(etxn, fast, key_bytes, value)
+                replaced = True
             else:
-                replace = fast_replace_of(etxn)
-                if replace is not None:
-                    old = replace_one(etxn, replace, key_bytes, value)
-                    replaced = True
-                else:
-                    get = fast_get_of(etxn)
-                    old = etxn.get(key_bytes) if get is None else get(key_bytes)
+                get = fast_get(fast)
+                old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
             if not replaced:
-                put_one(etxn, key_bytes, value)
+                put_one(etxn, fast, key_bytes, value)
             return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes,
-                              etxn)
+                              fast)
         writes = [] if replaced else [(key_bytes, value)]
         if old is None:
             for entry in entries:
@@ -265,19 +263,19 @@ cdef class RecordWriter:
                     old_entries = self.stored_entries(old, entry_tail)
                 except BaseException:
                     if replaced:
-                        put_one(etxn, key_bytes, old)
+                        put_one(etxn, fast, key_bytes, old)
                     raise
             had = old_entries if len(old_entries) <= _FEW else set(old_entries)
             has = entries if len(entries) <= _FEW else set(entries)
             for entry in old_entries:
                 if entry not in has:
-                    delete_one(etxn, entry)
+                    delete_one(etxn, fast, entry)
             for entry in entries:
                 if entry not in had:
                     writes.append((entry, b''))
         if writes:
-            put_many(etxn, writes)
-        return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes, etxn)
+            put_many(etxn, fast, writes)
+        return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes, fast)
 
     def write_many(self, etxn, list datas, bint blind, first_id):
         """Mirrors centidb.records.RecordWriter.write_many."""
@@ -360,7 +358,7 @@ cdef class RecordWriter:
             latest[key_bytes] = untracked((value, untracked(
                 tuple([(<tuple?>pair)[0] for pair in writes[at + 1:at + 1 + count]]))))
             at += 1 + count
-        get = fast_get_of(etxn)
+        get = fast_get(fast_of(etxn))
         olds = iter(etxn.get_many(list(latest))) if stored and get is None else None
         for key_bytes, pending in latest.items():
             value, held = <tuple>pending
@@ -449,11 +447,11 @@ cdef class RecordReader:
     cdef object stored(self, etxn, bytes key_bytes):
         if self.batched:
             return self.batch_get(etxn, key_bytes)
-        fast_get = fast_get_of(etxn)
-        if fast_get is None or (self.limit is not None
+        getter = fast_get(fast_of(etxn))
+        if getter is None or (self.limit is not None
                                 and PyBytes_GET_SIZE(key_bytes) > <Py_ssize_t>self.limit):
             return etxn.get(key_bytes)
-        return fast_get(key_bytes)
+        return getter(key_bytes)
 
     cdef object decode_stored(self, key_bytes, stored):
         # With checksums, a damaged value goes to decode(), which raises the error.
@@ -497,7 +495,8 @@ cdef class RecordReader:
         data = self.decode_stored(key_bytes, stored)
         entries = entries_of(
             self.specs, data, _ENTRY_SEP + key_bytes[PyBytes_GET_SIZE(self.prefix):])
-        return new_record(self.coll, data, key, stored, entries, self.indexes, key_bytes, etxn)
+        return new_record(self.coll, data, key, stored, entries, self.indexes, key_bytes,
+                          fast_of(etxn))
 
     cdef object read(self, etxn, bytes key_bytes):
         stored = self.stored(etxn, key_bytes)
@@ -544,15 +543,16 @@ cdef class RecordReader:
                     hi = last
                 else:
                     lo = last + b'\x00'
-            writes = writes_of(etxn)
+            fast = fast_of(etxn)
+            writes = fast_writes(fast)
             chunks = etxn.item_chunks(lo, hi, reverse)
             try:
                 for chunk in chunks:
-                    if not records and fast_get_of(etxn) is None:
+                    if not records and fast_get(fast) is None:
                         fetched = self._fetched(etxn, chunk, index_prefix)
                     n = len(chunk)
                     for i in range(n):
-                        if writes_of(etxn) != writes:
+                        if fast_writes(fast) != writes:
                             restart = True
                             break
                         pair = <tuple>chunk[i]

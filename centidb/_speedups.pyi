@@ -227,13 +227,12 @@ def _index_get(self: Any, tup: object, default: Any = None, *, rec: bool = False
 @disjoint_base
 class FastCalls:
     writes: int
-    _fast_get: Callable[[bytes], bytes | None] | None
-    _fast_put_many: Callable[[list[tuple[bytes, bytes]]], object] | None
-    _fast_put: Callable[[bytes, bytes], object] | None
-    _fast_replace: Callable[[bytes, bytes], bytes | None] | None
-    _fast_delete: Callable[[bytes], object] | None
-    _seek_cursor: SeekCursor | None
-    _token: object
+    get: Callable[[bytes], bytes | None] | None
+    put: Callable[[bytes, bytes], object] | None
+    put_many: Callable[[list[tuple[bytes, bytes]]], object] | None
+    replace: Callable[[bytes, bytes], bytes | None] | None
+    delete: Callable[[bytes], object] | None
+    seek_cursor: SeekCursor | None
 
 @disjoint_base
 class GuardedGet:
@@ -243,12 +242,3 @@ def guarded(call: Callable[[bytes], bytes | None],
             errors: type[BaseException] | tuple[type[BaseException], ...],
             mapped: Callable[[BaseException], BaseException]) -> Callable[[bytes], bytes | None]: ...
 
-# --- _txn.pxi: centidb/txn.py --------------------------------------------------
-
-@disjoint_base
-class TxnState:
-    manager: TxnManager
-    write: bool
-    engine_txn: EngineTransaction | None
-    def __init__(self, manager: TxnManager, write: bool,
-                 engine_txn: EngineTransaction | None) -> None: ...

@@ -4,10 +4,8 @@
 * ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, ``count_groups``, mirroring
   ``centidb/keylib.py``;
 * ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
-* ``_engines.pxi``: ``FastCalls``, the base class of engine transactions,
-  mirroring ``centidb/engines/fastcalls.py``;
-* ``_txn.pxi``: ``TxnState``, the base class of ``Transaction``, mirroring
-  ``centidb/txn.py``;
+* ``_engines.pxi``: ``FastCalls``, which every engine transaction holds as
+  ``fast``, mirroring ``centidb/engines/fastcalls.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
   ``RecordReader``, mirroring ``centidb/records.py``;
 * ``_collection.pxi``, ``_index.pxi``: the entry points of
@@ -64,7 +62,6 @@ TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'index_entries', 'R
 include "_keylib.pxi"
 include "_encodings.pxi"
 include "_engines.pxi"
-include "_txn.pxi"
 include "_fastpath.pxi"
 include "_records.pxi"
 include "_collection.pxi"

@@ -545,7 +545,7 @@ class Records:
             return written
         savepoint = Savepoint(etxn, f'collection {self.name!r}: put_many() of {len(recs)} records')
         # It has the engine transaction methods the write paths use.
-        through: EngineTransaction = savepoint  # type: ignore[assignment]
+        through: EngineTransaction = savepoint
         # A txn_key_func is handed the store transaction: what it writes
         # through it (say, a counter it moves) goes through the savepoint too.
         txn.engine_txn = through

@@ -344,7 +344,8 @@ class BatchView:
     def _forward(self, etxn: EngineTransaction, lo: bytes, hi: bytes) -> ItemIterator:
         start = lo
         while True:
-            writes = etxn.writes
+            fast = etxn.fast
+            writes = fast.writes
             restart = False
             # A batch sits at its highest member, so the first one at or past
             # hi may still hold members below hi: scan to the collection end.
@@ -361,7 +362,7 @@ class BatchView:
                             return
                         if member_key >= start:
                             yield member_key, member_stored
-                            if etxn.writes != writes:
+                            if fast.writes != writes:
                                 start = member_key + b'\x00'
                                 restart = True
                                 break
@@ -374,11 +375,12 @@ class BatchView:
 
     def _reverse(self, etxn: EngineTransaction, lo: bytes, hi: bytes) -> ItemIterator:
         while True:
-            writes = etxn.writes
+            fast = etxn.fast
+            writes = fast.writes
             restart = False
             for member_key, member_stored in self._straddling(etxn, lo, hi):
                 yield member_key, member_stored
-                if etxn.writes != writes:
+                if fast.writes != writes:
                     hi, restart = member_key, True
                     break
             if restart:
@@ -394,7 +396,7 @@ class BatchView:
                             return
                         if member_key < hi:
                             yield member_key, member_stored
-                            if etxn.writes != writes:
+                            if fast.writes != writes:
                                 hi, restart = member_key, True
                                 break
                     if restart:

@@ -1,14 +1,13 @@
 """Fast paths: an engine transaction's unchecked calls, used when it offers them.
 
-An :class:`~centidb.engines.EngineTransaction` may offer ``_fast_get``,
-``_fast_put_many``, ``_fast_put``, ``_fast_replace``, ``_fast_delete`` and
-``_seek_cursor``
-(see :mod:`centidb.engines.base`): calls that skip its argument and state
-checks. The functions here use one when it is there and the checked method
-when it is not, and keep the transaction's ``writes`` count; the callers
-have checked the keys. :func:`checked_engine_txn` does the one check they
-need, that the store transaction is open. Each has a compiled twin in
-``centidb._speedups`` (``_records.pxi``).
+An :class:`~centidb.engines.EngineTransaction` holds, as ``fast``, the
+unchecked calls it offers (see :class:`~centidb.engines.FastCalls`):
+calls that skip its argument and state checks. The functions here use one
+when it is there and the checked method when it is not, and keep the
+transaction's ``fast.writes`` count; the callers have checked the keys.
+:func:`checked_engine_txn` does the one check they need, that the store
+transaction is open. Each has a compiled twin in ``centidb._speedups``
+(``_fastpath.pxi``).
 
 This layer calls engine transactions only; never a layer above.
 """
@@ -50,11 +49,12 @@ def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
     :param writes: a ``list`` of ``(key, value)`` pairs of checked bytes.
     """
-    fast_put_many = etxn._fast_put_many
+    fast = etxn.fast
+    fast_put_many = fast.put_many
     if fast_put_many is None:
         etxn._put_many(writes)
     else:
-        etxn.writes += len(writes)
+        fast.writes += len(writes)
         try:
             fast_put_many(writes)
         except Exception as exc:
@@ -64,17 +64,18 @@ def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
 def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
     """Write one checked ``(key, value)`` pair through the engine's fastest path.
 
-    Without the engine's ``_fast_put`` it is :func:`put_many` of one pair.
+    Without the engine's ``fast.put`` it is :func:`put_many` of one pair.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
     :param key: the key bytes.
     :param value: the value bytes.
     """
-    fast_put = etxn._fast_put
+    fast = etxn.fast
+    fast_put = fast.put
     if fast_put is None:
         put_many(etxn, [(key, value)])
     else:
-        etxn.writes += 1
+        fast.writes += 1
         try:
             fast_put(key, value)
         except Exception as exc:
@@ -82,16 +83,17 @@ def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
 
 
 def replace_one(etxn: EngineTransaction, key: bytes, value: bytes) -> bytes | None:
-    """Write one checked pair through ``_fast_replace``, which `etxn` must offer.
+    """Write one checked pair through ``fast.replace``, which `etxn` must offer.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
     :param key: the key bytes.
     :param value: the value bytes.
     :returns: the value `key` held before, or None.
     """
-    etxn.writes += 1
+    fast = etxn.fast
+    fast.writes += 1
     try:
-        return etxn._fast_replace(key, value)  # type: ignore[misc]  # the caller checked
+        return fast.replace(key, value)  # type: ignore[misc]  # the caller checked
     except Exception as exc:
         etxn._put_many_failed(exc, [(key, value)])
 
@@ -102,11 +104,12 @@ def delete_one(etxn: EngineTransaction, key: bytes) -> None:
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
     :param key: the key bytes.
     """
-    fast_delete = etxn._fast_delete
+    fast = etxn.fast
+    fast_delete = fast.delete
     if fast_delete is None:
         etxn.delete(key)
     else:
-        etxn.writes += 1
+        fast.writes += 1
         try:
             fast_delete(key)
         except Exception as exc:
@@ -116,13 +119,13 @@ def delete_one(etxn: EngineTransaction, key: bytes) -> None:
 def first_key(etxn: EngineTransaction, lo: bytes, hi: bytes) -> bytes | None:
     """Return the first key ``>= lo`` and ``< hi`` of `etxn`, or None.
 
-    It seeks the engine's ``_seek_cursor`` when there is one.
+    It seeks the engine's ``fast.seek_cursor`` when there is one.
 
     :param etxn: an :class:`~centidb.engines.EngineTransaction`.
     :param lo: the lower bound (bytes).
     :param hi: the upper bound (bytes).
     """
-    cursor = etxn._seek_cursor
+    cursor = etxn.fast.seek_cursor
     if cursor is None:
         found = etxn.first(lo, hi)
         return None if found is None else found[0]

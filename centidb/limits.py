@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from centidb import fastpath, keylib, records
-from centidb.engines import Engine, EngineTransaction
+from centidb.engines import Engine, EngineTransaction, WrapperTransaction
 from centidb.engines.base import Item
 from centidb.errors import CorruptKeyError, LimitExceededError
 from centidb.keylib import Key
@@ -170,49 +170,44 @@ def _key_of(key_bytes: bytes, prefix: bytes) -> object:
         return key_bytes
 
 
-class _HeldWrites:
+class _HeldWrites(WrapperTransaction):
     """Stands for the engine transaction in a ``write_many``: reads pass, writes wait.
 
-    The writers' ``write_many`` reads first and then writes (deletes, then
+    A :class:`~centidb.engines.WrapperTransaction` over it (``inner``):
+    the writers' ``write_many`` reads first and then writes (deletes, then
     one ``_put_many``); :meth:`release` makes the held writes once they are
-    checked. Any other write method is missing, so it fails loudly.
+    checked. It offers the unchecked getter of ``inner`` and no unchecked
+    write; ending it leaves ``inner`` open.
     """
 
-    _fast_put_many = None
-    _fast_put = None
-    _fast_replace = None
-    _token = None       # a Record read through it never skips a later read
-    _fast_delete = None
-    _seek_cursor = None
-
     def __init__(self, etxn: EngineTransaction) -> None:
-        self.etxn = etxn
-        self._fast_get = etxn._fast_get
-        # Reads go straight to the engine transaction.
-        self.get, self.get_many, self.first = etxn.get, etxn.get_many, etxn.first
-        self.items, self.keys, self.count = etxn.items, etxn.keys, etxn.count
-        self.item_chunks, self.key_chunks = etxn.item_chunks, etxn.key_chunks
+        super().__init__(etxn.engine, etxn)  # type: ignore[arg-type]  # any engine will do
+        self.fast.get = etxn.fast.get
         self.deletes: list[bytes] = []
         self.puts: list[Item] = []
 
-    @property
-    def writes(self) -> int:
-        """The engine transaction's count of writes."""
-        return self.etxn.writes
+    def _put(self, key: bytes, value: bytes) -> None:
+        self.puts.append((key, value))
 
-    @property
-    def state(self) -> str:
-        """The engine transaction's state."""
-        return self.etxn.state
-
-    def delete(self, key: bytes) -> None:
+    def _delete(self, key: bytes) -> None:
         self.deletes.append(key)
 
+    def _delete_range(self, lo: bytes | None, hi: bytes | None) -> None:
+        raise NotImplementedError('a write_many holds puts and deletes only')
+
     def _put_many(self, pairs: list[Item]) -> None:
+        self.fast.writes += len(pairs)
         self.puts += pairs
 
+    def _commit(self) -> None:
+        pass    # release() makes the writes; the engine transaction stays open
+
+    def _abort(self) -> None:
+        pass    # the held writes are dropped; the engine transaction stays open
+
     def release(self) -> None:
-        etxn = self.etxn
+        """Make the held writes in the engine transaction: the deletes, then the puts."""
+        etxn = self.inner
         for key in self.deletes:
             etxn.delete(key)
         if self.puts:
@@ -255,7 +250,7 @@ class LimitedWriter:
         held = _HeldWrites(etxn)
         # The writer finds the engine transaction on the store's; as put_many's
         # general path does, stand the holder in for it meanwhile.
-        txn.engine_txn = held  # type: ignore[assignment]
+        txn.engine_txn = held
         try:
             record = self.writer.write(txn, data, key, blind)
         finally:
@@ -277,8 +272,7 @@ class LimitedWriter:
             nothing was written.
         """
         held = _HeldWrites(etxn)
-        # It has the engine transaction methods write_many uses.
-        keys = self.writer.write_many(held, datas, blind, first_id)  # type: ignore[arg-type]
+        keys = self.writer.write_many(held, datas, blind, first_id)
         if keys is not None:
             check_commit(self.engine, self.name, self.prefix, len(datas), held.deletes,
                          held.puts)

@@ -68,8 +68,8 @@ class Record:
     exactly what was read. The arguments are kept as attributes of the same
     names; the ones starting with ``_`` are that private state. So are
     ``_key_bytes``, the engine key ``_stored`` was read or written under;
-    ``_read_in``, the ``_token`` of the engine transaction it was read or
-    written in; and ``_read_at``, that transaction's ``writes`` count then:
+    ``_read_in``, the ``fast`` of the engine transaction it was read or
+    written in; and ``_read_at``, that transaction's ``fast.writes`` then:
     while the three still hold, ``put()`` takes ``_stored`` for the stored
     version without reading it again (nothing was written in the
     transaction since).
@@ -120,8 +120,8 @@ def seen(record: Record, key_bytes: bytes, etxn: Any = None) -> Record:
     """
     record._key_bytes = key_bytes
     if etxn is not None:
-        record._read_in = etxn._token
-        record._read_at = etxn.writes
+        record._read_in = fast = etxn.fast
+        record._read_at = fast.writes
     return record
 
 
@@ -290,17 +290,17 @@ class RecordWriter:
         old = None
         replaced = False    # the record is written already; old is what it replaced
         if not blind and self.indexes:
-            token = etxn._token
-            if (read is not None and token is not None and read._read_in is token
-                    and read._read_at == etxn.writes and read._key_bytes == key_bytes):
+            fast = etxn.fast
+            if (read is not None and read._read_in is fast
+                    and read._read_at == fast.writes and read._key_bytes == key_bytes):
                 old = read._stored      # nothing was written in etxn since it was read
-            elif etxn._fast_replace is not None:
+            elif fast.replace is not None:
                 # Every user function has run: one lookup reads and writes.
                 old = replace_one(etxn, key_bytes, value)
                 replaced = True
             else:
                 # Every key is within the engine's limit now: the unchecked getter is safe.
-                get = etxn._fast_get
+                get = fast.get
                 old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
             if not replaced:
@@ -438,7 +438,7 @@ class RecordWriter:
         merged: list[Item] = []
         stale: list[bytes] = []
         # Every key is within the engine's limit now: the unchecked getter is safe.
-        get = etxn._fast_get
+        get = etxn.fast.get
         # Without a fast getter (a networked engine), one call reads them all.
         olds = iter(etxn.get_many(list(latest))) if stored and get is None else None
         for key_bytes, (value, held) in latest.items():
@@ -531,7 +531,7 @@ class RecordReader:
     def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         if self.batched:
             return self.batch_get(etxn, key_bytes)
-        fast_get = etxn._fast_get
+        fast_get = etxn.fast.get
         if fast_get is None or (self.limit is not None and len(key_bytes) > self.limit):
             return etxn.get(key_bytes)
         return fast_get(key_bytes)
@@ -640,22 +640,22 @@ class RecordReader:
             if found is not None and found[1] and found[1][0] & flag:
                 yield from self._expanded(etxn, lo, hi, True, what)  # type: ignore[arg-type]
                 return
-        last = None
-        restart = True
+        last, restart = None, True
         fetched: dict[bytes, bytes | None] | None = None
         while restart:
             restart = False
             if last is not None:
                 lo, hi = _past(last, lo, hi, reverse)
-            writes = etxn.writes
+            fast = etxn.fast
+            writes = fast.writes
             chunks = etxn.item_chunks(lo, hi, reverse)
             try:
                 for chunk in chunks:
-                    if not records and etxn._fast_get is None:
+                    if not records and fast.get is None:
                         # A networked engine: one round trip for the chunk's records.
                         fetched = self._fetched(etxn, chunk, index_prefix)
                     for key_bytes, stored in chunk:
-                        if etxn.writes != writes:    # it wrote, or ended: start again
+                        if fast.writes != writes:    # it wrote, or ended: start again
                             restart = True
                             break
                         if not records:

@@ -29,7 +29,6 @@ import weakref
 from types import TracebackType
 from typing import Any, Callable, Generator, Iterator, Literal, NamedTuple, TypeVar
 
-from centidb import impl
 from centidb.engines import Engine, EngineTransaction
 from centidb.errors import ConflictError, EngineClosedError, TransactionError
 from centidb.keylib import Key
@@ -57,31 +56,7 @@ class Change(NamedTuple):
     value: Any
 
 
-class TxnState:
-    """What every read and write checks of a :class:`Transaction`: its base class.
-
-    The compiled twin keeps these three attributes in C fields, which the
-    compiled paths (``checked_engine_txn``) read without a lookup.
-
-    :param manager: the :class:`TxnManager` that began it.
-    :param write: True for a write transaction.
-    :param engine_txn: the :class:`~centidb.engines.EngineTransaction`
-        underneath; ``None`` once the transaction has ended.
-    """
-
-    __slots__ = ('manager', 'write', 'engine_txn')
-
-    def __init__(self, manager: TxnManager, write: bool,
-                 engine_txn: EngineTransaction | None) -> None:
-        self.manager = manager
-        self.write = write
-        self.engine_txn = engine_txn
-
-
-TxnState = impl.choose(TxnState)  # type: ignore[misc]
-
-
-class Transaction(TxnState):
+class Transaction:
     """A store transaction, from :meth:`centidb.store.Store.begin`.
 
     Pass it as ``txn=`` to collection and index methods. As a context
@@ -94,11 +69,18 @@ class Transaction(TxnState):
         underneath; ``None`` once this transaction has ended.
     """
 
-    __slots__ = ('undo', 'changes', '__weakref__')
+    # Slots: checked_engine_txn reads the first three on every call.
+    __slots__ = ('manager', 'write', 'engine_txn', 'undo', 'changes', '__weakref__')
 
     def __init__(self, manager: TxnManager, write: bool,
                  engine_txn: EngineTransaction | None) -> None:
-        super().__init__(manager, write, engine_txn)
+        #: The :class:`TxnManager` that began it.
+        self.manager = manager
+        #: True for a write transaction.
+        self.write = write
+        #: The :class:`~centidb.engines.EngineTransaction` underneath;
+        #: ``None`` once this transaction has ended.
+        self.engine_txn = engine_txn
         #: Callables that forget, in this process, what the transaction
         #: created (collections, indexes, encoder ids), run if it aborts or
         #: fails to commit, last first.

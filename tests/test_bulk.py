@@ -179,7 +179,7 @@ def test_put_many_without_a_fast_getter_reads_the_stored_versions_in_one_call():
     for value in FIRST:
         coll.put(value)
     with store.begin(write=True) as txn:
-        assert txn.engine_txn._fast_get is None
+        assert txn.engine_txn.fast.get is None
     reads = engine.counts['txn.get_many']
     assert coll.put_many([rec(0, tag='new'), rec(1), rec(0, tag='last')]) == [(0,), (1,), (0,)]
     assert engine.counts['txn.get_many'] == reads + 1
@@ -239,9 +239,9 @@ def test_the_common_case_writes_without_the_general_put(store, kind):
     coll = filled(store, kind)
     with mock.patch.object(access.Records, 'put', side_effect=AssertionError('general put')):
         with store.begin(write=True) as txn:
-            writes = txn.engine_txn.writes
+            writes = txn.engine_txn.fast.writes
             keys = coll.put_many([rec(i, tag=None, many=None) for i in (100, 101)], txn=txn)
-            assert txn.engine_txn.writes - writes == 2 + (kind == 'auto')  # + the counter
+            assert txn.engine_txn.fast.writes - writes == 2 + (kind == 'auto')  # + the counter
     assert [coll.get(key)['id'] for key in keys] == [100, 101]
 
 
@@ -564,7 +564,7 @@ def test_write_many_declines_before_calling_user_code(twins):
         assert counted.records.writer.write(txn, {}, (3,), False) is None
         assert as_json.records.writer.write_many(etxn, [{}], False, None) is None
         assert as_json.records.writer.write_many(etxn, [{}], False, 1) is None
-        assert calls == [] and etxn.writes == 0
+        assert calls == [] and etxn.fast.writes == 0
         assert coll.records.writer.write_many(etxn, [{}, {'a': 1}], False, None) == [(1,), (1,)]
         assert counted.records.writer.write_many(etxn, [{}, {}], True, 7) == [(7,), (8,)]
         assert calls == [{}, {'a': 1}]

@@ -506,22 +506,22 @@ def test_writes_refuse_a_txn_they_cannot_write_in():
 
 
 def test_put_counts_its_writes_in_the_engine_transaction(store):
-    """``EngineTransaction.writes`` counts every put and delete (iterators
+    """``EngineTransaction.fast.writes`` counts every put and delete (iterators
     compare it to notice the transaction's own writes), on the engines' fast
     path for several keys too."""
     coll = store.collection('c', key_func=by_id)
     coll.add_index('tags', lambda r: r['tags'])
     with store.begin(write=True) as txn:
         etxn = txn.engine_txn
-        before = etxn.writes
+        before = etxn.fast.writes
         coll.put({'id': 1, 'tags': ['a', 'b']}, txn=txn)        # the record and 2 entries
-        assert etxn.writes - before == 3
+        assert etxn.fast.writes - before == 3
         # 1 stale entry deleted; the record put; the entry for 'b', already
         # stored, is not written again.
         coll.put({'id': 1, 'tags': ['b']}, txn=txn)
-        assert etxn.writes - before == 5
+        assert etxn.fast.writes - before == 5
         coll.put({'id': 1, 'tags': ['b', 'c']}, txn=txn)        # the record and 1 new entry
-        assert etxn.writes - before == 7
+        assert etxn.fast.writes - before == 7
     assert list(coll.indices['tags'].pairs()) == [(('b',), (1,)), (('c',), (1,))]
 
 

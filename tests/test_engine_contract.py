@@ -7,6 +7,7 @@ plain dict. At the end: reopening the engines on disk, opening them on wrong
 paths, and the registry.
 """
 
+import gc
 import os
 import random
 import shutil
@@ -21,6 +22,7 @@ from centidb.engines import (
     OPTIONAL_ENGINES,
     Engine,
     EngineTransaction,
+    FastCalls,
     ListEngine,
     LmdbEngine,
     MemoryEngine,
@@ -101,12 +103,12 @@ def test_writes_changes_when_a_transaction_ends(engine):
     with each write, and at commit or abort."""
     for end in ('commit', 'abort'):
         txn = engine.begin(write=True)
-        before = txn.writes
+        before = txn.fast.writes
         txn.put(b'k', b'v')
-        during = txn.writes
+        during = txn.fast.writes
         assert during != before
         getattr(txn, end)()
-        assert txn.writes != during
+        assert txn.fast.writes != during
         with pytest.raises(TransactionError):
             txn.item_chunks()
 
@@ -134,6 +136,119 @@ def expected_items(model, lo=None, hi=None, reverse=False):
 
 
 # --- basic operations -----------------------------------------------------
+
+FAST_CALLS = ('get', 'put', 'put_many', 'replace', 'delete', 'seek_cursor')
+
+
+def _reaches(start, target, limit=20000):
+    """True if `target` is reachable from `start` through strong references."""
+    seen, todo = {id(start)}, [start]
+    while todo and len(seen) < limit:
+        for ref in gc.get_referents(todo.pop()):
+            if ref is target:
+                return True
+            if id(ref) not in seen and not isinstance(ref, (type, type(gc))):
+                seen.add(id(ref))
+                todo.append(ref)
+    return False
+
+
+def _check_fast_reads(txn, model):
+    """Each read call of txn.fast, if offered, reads what get and first do."""
+    fast = txn.fast
+    if fast.get is not None:
+        for key in (b'a', b'b', b'c', b'd', b'zz'):
+            assert fast.get(key) == txn.get(key) == model.get(key), key
+    if fast.seek_cursor is not None:
+        for key in (b'a', b'aa', b'b', b'c', b'zz'):
+            found = fast.seek_cursor.set_range(key)
+            expected = txn.first(key)
+            assert found == (expected is not None), key
+            if found:
+                assert fast.seek_cursor.key() == expected[0]
+
+
+def test_fast_calls_keep_the_contract(engine):
+    """Every transaction's ``fast`` is a FastCalls whose calls are None or do
+    what the checked methods do, whose ``writes`` counts the writes (the
+    caller adds them for the write calls), whose calls are all None once the
+    transaction ended, and which holds no reference to the transaction."""
+    fill(engine, [(b'a', b'1'), (b'c', b'3')])
+    reader = engine.begin()
+    fast = reader.fast
+    assert isinstance(fast, FastCalls) and reader.writes == fast.writes
+    assert (fast.put, fast.put_many, fast.replace, fast.delete) == (None,) * 4
+    reader.first(b'a')     # an engine may offer its seek cursor from the first seek on
+    _check_fast_reads(reader, {b'a': b'1', b'c': b'3'})
+    assert not _reaches(fast, reader)
+    writes = fast.writes
+    reader.abort()
+    assert fast.writes != writes
+    assert [getattr(fast, name) for name in FAST_CALLS] == [None] * len(FAST_CALLS)
+
+    txn = engine.begin(write=True)
+    fast = txn.fast
+    assert isinstance(fast, FastCalls) and fast is not reader.fast
+    model = {b'a': b'1', b'c': b'3'}
+    writes = fast.writes
+    if fast.put is not None:
+        fast.writes += 1
+        assert fast.writes == writes + 1 and txn.writes == fast.writes
+        fast.put(b'b', b'2')
+    else:
+        txn.put(b'b', b'2')
+    model[b'b'] = b'2'
+    if fast.put_many is not None:
+        fast.writes += 2
+        fast.put_many([(b'd', b'4'), (b'e', b'5')])
+    else:
+        txn._put_many([(b'd', b'4'), (b'e', b'5')])
+    model.update({b'd': b'4', b'e': b'5'})
+    if fast.replace is not None:
+        fast.writes += 2
+        assert fast.replace(b'a', b'x') == b'1'
+        assert fast.replace(b'f', b'6') is None
+    else:
+        txn.put(b'a', b'x')
+        txn.put(b'f', b'6')
+    model.update({b'a': b'x', b'f': b'6'})
+    if fast.delete is not None:
+        fast.writes += 2
+        fast.delete(b'c')
+        fast.delete(b'nothing')
+    else:
+        txn.delete(b'c')
+        txn.delete(b'nothing')
+    del model[b'c']
+    assert fast.writes == writes + 7
+    txn.put(b'g', b'7')     # the checked methods count too
+    txn.delete(b'g')
+    assert fast.writes == writes + 9
+    txn.first(b'a')
+    _check_fast_reads(txn, model)
+    assert not _reaches(fast, txn)
+    txn.commit()
+    assert fast.writes == writes + 10
+    assert [getattr(fast, name) for name in FAST_CALLS] == [None] * len(FAST_CALLS)
+    assert dict(engine.items()) == model
+
+
+def test_an_engine_offering_no_fast_call_gets_an_empty_fast_calls():
+    """The base class makes ``fast``: a third-party transaction that sets no
+    call offers none, and still counts its writes there."""
+
+    class Plain(EngineTransaction):
+        def _get(self, key):
+            return None
+
+        def _put(self, key, value):
+            pass
+
+    txn = Plain(MemoryEngine(), True)
+    assert [getattr(txn.fast, name) for name in FAST_CALLS] == [None] * len(FAST_CALLS)
+    txn.put(b'k', b'v')
+    assert txn.fast.writes == txn.writes == 1
+
 
 def test_get_put_overwrite_delete(engine):
     assert engine.get(b'missing') is None
@@ -376,12 +491,12 @@ def test_delete_range_checks_its_arguments_and_state(engine):
         for lo, hi in (('a', None), (None, bytearray(b'b')), (1, 2)):
             with pytest.raises(TypeError, match='must be bytes'):
                 txn.delete_range(lo, hi)
-        before = txn.writes
+        before = txn.fast.writes
         txn.delete_range(b'b', b'a')            # an empty range deletes nothing
         txn.delete_range(b'a', b'a')
         assert list(txn.keys()) == [b'a', b'b']
         txn.delete_range(b'a', b'b')
-        assert txn.writes != before
+        assert txn.fast.writes != before
     assert list(engine.keys()) == [b'b']
     with engine.begin() as reader:
         with pytest.raises(TransactionError, match='read-only'):
@@ -763,7 +878,7 @@ def test_put_many_reads_back_and_checks_the_state(engine):
         assert txn.get(b'b') == b'3' and txn.first(b'bb') == (b'c', b'2')
         assert txn.first(reverse=True) == (b'c', b'2')
         assert list(it) == [(b'c', b'2')]
-        assert txn.writes == 3
+        assert txn.fast.writes == 3
     assert list(engine.items()) == [(b'a', b'1'), (b'b', b'3'), (b'c', b'2')]
     with pytest.raises(TransactionError, match='committed'):
         txn._put_many([(b'd', b'4')])
@@ -778,7 +893,7 @@ def test_put_many_reads_back_and_checks_the_state(engine):
             ended._put_many([(b'd', b'4')])
         with pytest.raises(EngineClosedError):
             ended.first()
-        assert ended._fast_get is None
+        assert ended.fast.get is None
 
 
 def test_close_inside_with_block_reports_lost_writes(engine):

@@ -160,14 +160,14 @@ def test_plyvel_read_transaction_offers_its_seek_iterator_as_a_seek_cursor(tmp_p
         for key in (b'b', b'd'):
             eng.put(key, b'v')
         with eng.begin(write=True) as txn:
-            assert txn.first(b'a') == (b'b', b'v') and txn._seek_cursor is None
+            assert txn.first(b'a') == (b'b', b'v') and txn.fast.seek_cursor is None
         txn = eng.begin()
-        assert txn._seek_cursor is None
+        assert txn.fast.seek_cursor is None
         assert txn.first(b'c') == (b'd', b'v')
-        cursor = txn._seek_cursor
+        cursor = txn.fast.seek_cursor
         assert cursor.set_range(b'a') and cursor.key() == b'b'
         assert cursor.set_range(b'd') and cursor.key() == b'd'
         assert not cursor.set_range(b'e')
         assert cursor.set_range(b'c') and cursor.key() == b'd'
         txn.abort()
-        assert txn._seek_cursor is None
+        assert txn.fast.seek_cursor is None

@@ -111,18 +111,18 @@ def test_lmdb_key_size_limit(tmp_path):
 
 
 def test_lmdb_write_transaction_offers_replace_while_open(tmp_path):
-    """A write transaction's ``_fast_replace`` stores a pair and returns the
+    """A write transaction's ``fast.replace`` stores a pair and returns the
     value it replaced (what a non-blind put reads by); a read transaction
     has none, and an ended one none any more."""
     with LmdbEngine(tmp_path / 'db', sync=False) as eng:
         with eng.begin() as reader:
-            assert reader._fast_replace is None
+            assert reader.fast.replace is None
         txn = eng.begin(write=True)
-        assert txn._fast_replace(b'k', b'1') is None
-        assert txn._fast_replace(b'k', b'2') == b'1'
+        assert txn.fast.replace(b'k', b'1') is None
+        assert txn.fast.replace(b'k', b'2') == b'1'
         assert txn.get(b'k') == b'2'
         txn.commit()
-        assert txn._fast_replace is None and eng.get(b'k') == b'2'
+        assert txn.fast.replace is None and eng.get(b'k') == b'2'
 
 
 # --- the default map size ----------------------------------------------------------
@@ -481,8 +481,8 @@ def test_lmdb_long_put_lists_match_a_model(tmp_path):
                        + [(b'zzzzz%04d' % i, b'%d' % i) for i in range(100)])      # and past it
         with eng.begin(write=True) as txn:
             txn._put_many(batches[0])
-            txn.writes += len(batches[1])
-            txn._fast_put_many(batches[1])
+            txn.fast.writes += len(batches[1])
+            txn.fast.put_many(batches[1])
             assert txn.get(b'zzz') == b'2'
             txn._put_many(batches[2])
             txn._put_many(batches[3])

@@ -52,7 +52,7 @@ def test_memory_engine_unchecked_getter_keeps_the_snapshot():
     eng = MemoryEngine()
     fill(eng, [(b'a', b'1'), (b'b', b'2')])
     reader = eng.begin()
-    get = reader._fast_get
+    get = reader.fast.get
     assert get(b'a') == b'1' and get(b'c') is None
     eng.put(b'a', b'changed')
     eng.delete(b'b')
@@ -61,7 +61,7 @@ def test_memory_engine_unchecked_getter_keeps_the_snapshot():
     assert reader.first(b'a\x00') == (b'b', b'2')    # deleted since: from the history
     assert reader.first(hi=b'c', reverse=True) == (b'b', b'2')
     reader.commit()
-    assert reader._fast_get is None
+    assert reader.fast.get is None
     with eng.begin() as current:
         assert current.first(b'a\x00') == (b'c', b'3')
         assert current.first(b'c\x00') is None
@@ -75,12 +75,12 @@ def test_memory_engine_writer_getter_follows_its_writes():
         assert txn.first(b'a\x00') == (b'b', b'2')   # nothing pending yet
         txn.put(b'a', b'new')
         txn.delete(b'b')
-        get = txn._fast_get
+        get = txn.fast.get
         assert [get(b'a'), get(b'b')] == [b'new', None]
         assert list(txn.keys()) == [b'a']   # the writes move to a sorted table
         txn.put(b'c', b'3')
-        assert [txn._fast_get(key) for key in (b'a', b'b', b'c')] == [b'new', None, b'3']
-    assert txn._fast_get is None
+        assert [txn.fast.get(key) for key in (b'a', b'b', b'c')] == [b'new', None, b'3']
+    assert txn.fast.get is None
     assert list(eng.items()) == [(b'a', b'new'), (b'c', b'3')]
 
 
@@ -99,7 +99,7 @@ def test_memory_engine_large_commit_with_deletes_and_a_reader():
     new = {b'%04d' % i: b'new' for i in range(1000) if i % 4}
     assert list(eng.items()) == sorted(new.items())
     assert list(reader.items()) == sorted(old.items())
-    assert reader._fast_get(b'0000') == b'old' and reader._fast_get(b'0001') is None
+    assert reader.fast.get(b'0000') == b'old' and reader.fast.get(b'0001') is None
     reader.abort()
     assert not eng._history
 
@@ -125,9 +125,9 @@ def test_memory_read_transaction_seek_cursor_reads_its_snapshot():
     eng = MemoryEngine()
     fill(eng, [(b'b', b'1'), (b'd', b'2')])
     with eng.begin(write=True) as txn:
-        assert txn._seek_cursor is None     # seeks must see its pending writes
+        assert txn.fast.seek_cursor is None     # seeks must see its pending writes
     txn = eng.begin()
-    cursor = txn._seek_cursor
+    cursor = txn.fast.seek_cursor
     assert cursor.set_range(b'a') and cursor.key() == b'b'
     assert cursor.set_range(b'c') and cursor.key() == b'd'
     assert not cursor.set_range(b'e')
@@ -137,8 +137,8 @@ def test_memory_read_transaction_seek_cursor_reads_its_snapshot():
     assert cursor.set_range(b'b') and cursor.key() == b'b'
     assert not cursor.set_range(b'd\x00')
     txn.abort()
-    assert txn._seek_cursor is None
+    assert txn.fast.seek_cursor is None
     with eng.begin() as fresh:
-        assert fresh._seek_cursor.set_range(b'b') and fresh._seek_cursor.key() == b'b'
-        assert fresh._seek_cursor.set_range(b'c') and fresh._seek_cursor.key() == b'c'
-        assert not fresh._seek_cursor.set_range(b'd')
+        assert fresh.fast.seek_cursor.set_range(b'b') and fresh.fast.seek_cursor.key() == b'b'
+        assert fresh.fast.seek_cursor.set_range(b'c') and fresh.fast.seek_cursor.key() == b'c'
+        assert not fresh.fast.seek_cursor.set_range(b'd')

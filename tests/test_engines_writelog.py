@@ -3,7 +3,7 @@
 The in-memory and LevelDB write transactions keep their writes in one dict
 (key -> latest value or TOMBSTONE): what a pending write costs, deletes of
 keys only this transaction wrote, sorting on the first iteration, the
-unchecked calls (``_fast_put``...), and the commit taking the writes away
+unchecked calls (``fast.put``...), and the commit taking the writes away
 (a small table read in place, a large one emptied as it goes).
 PlyvelEngine's log freezes a large transaction's writes into compact
 key-sorted segments: reads find them (newest first, deletes included, also
@@ -109,8 +109,8 @@ def test_iterating_sorts_the_pending_writes_once_and_later_writes_join_them(logg
         it = txn.keys()
         assert next(it) == b'a'
         assert type(txn._pending) is SortedDict
-        txn.writes += 2
-        txn._fast_put_many([(b'b', b'2'), (b'd', b'4')])
+        txn.fast.writes += 2
+        txn.fast.put_many([(b'b', b'2'), (b'd', b'4')])
         txn.put(b'e', b'5')
         assert list(it) == [b'b', b'c', b'd', b'e']
         assert list(txn.keys(reverse=True)) == [b'e', b'd', b'c', b'b', b'a']
@@ -122,28 +122,28 @@ def test_commit_takes_the_pending_writes_away(logged):
     txn.put(b'k', b'v')
     txn.delete(b'gone')
     txn.commit()
-    assert txn._pending is None and txn._fast_put_many is None
+    assert txn._pending is None and txn.fast.put_many is None
     assert list(logged.items()) == [(b'k', b'v')]
 
 
 def test_the_unchecked_writes_are_the_checked_ones_without_checks(logged):
-    """``_fast_put`` / ``_fast_put_many`` (and PlyvelEngine's ``_fast_delete``) while open."""
+    """``fast.put`` / ``fast.put_many`` (and PlyvelEngine's ``fast.delete``) while open."""
     logged.put(b'old', b'1')
     logged.put(b'kept', b'2')
     txn = logged.begin(write=True)
-    txn._fast_put(b'new', b'3')
-    txn._fast_put_many([(b'old', b'4'), (b'more', b'5')])
-    if txn._fast_delete is not None:
-        txn._fast_delete(b'more')        # only ever pending: forgotten
-        txn._fast_delete(b'kept')        # committed: a tombstone
+    txn.fast.put(b'new', b'3')
+    txn.fast.put_many([(b'old', b'4'), (b'more', b'5')])
+    if txn.fast.delete is not None:
+        txn.fast.delete(b'more')        # only ever pending: forgotten
+        txn.fast.delete(b'kept')        # committed: a tombstone
         assert b'more' not in txn._pending and txn._pending[b'kept'] is TOMBSTONE
     else:
         txn.delete(b'more')
         txn.delete(b'kept')
     assert txn.get(b'new') == b'3' and txn.get(b'old') == b'4' and txn.get(b'kept') is None
     txn.commit()
-    assert txn._fast_put is None and txn._fast_put_many is None and txn._fast_delete is None
-    assert txn._fast_get is None
+    assert txn.fast.put is None and txn.fast.put_many is None and txn.fast.delete is None
+    assert txn.fast.get is None
     assert list(logged.items()) == [(b'new', b'3'), (b'old', b'4')]
 
 
@@ -204,23 +204,47 @@ def test_frozen_writes_are_read_back_newest_first(small_freeze):
 
 
 def test_the_unchecked_calls_follow_the_frozen_writes(small_freeze):
-    """``_fast_get`` and ``_fast_delete`` see writes frozen after they were made."""
+    """``fast.get`` and ``fast.delete`` see writes frozen after they were made."""
     small_freeze.put(b'old', b'committed')
     with small_freeze.begin(write=True) as txn:
         assert txn.get(b'old') == b'committed'
-        txn.writes += 12
+        txn.fast.writes += 12
         for i in range(12):
-            txn._fast_put(b'k%02d' % i, b'v%d' % i)
+            txn.fast.put(b'k%02d' % i, b'v%d' % i)
         assert txn._frozen is not None
-        get = txn._fast_get
+        get = txn.fast.get
         assert [get(b'k%02d' % i) for i in range(12)] == [b'v%d' % i for i in range(12)]
-        txn.writes += 2
-        txn._fast_delete(b'k01')          # frozen: a tombstone hides it
-        txn._fast_delete(b'old')
-        assert txn._fast_get(b'k01') is None and txn._fast_get(b'old') is None
+        txn.fast.writes += 2
+        txn.fast.delete(b'k01')          # frozen: a tombstone hides it
+        txn.fast.delete(b'old')
+        assert txn.fast.get(b'k01') is None and txn.fast.get(b'old') is None
         assert txn.get(b'k00') == b'v0' and txn.get(b'absent') is None
     assert small_freeze.get(b'k01') is None and small_freeze.get(b'old') is None
     assert small_freeze.get(b'k11') == b'v11'
+
+
+def test_the_unchecked_replace_returns_what_get_read_then_writes(small_freeze):
+    """PlyvelEngine's ``fast.replace``: the value pending, frozen or committed
+    (None if deleted or absent) comes back, and the new one is written, frozen
+    with the rest once the dict is full."""
+    small_freeze.put(b'old', b'committed')
+    small_freeze.put(b'gone', b'committed')
+    with small_freeze.begin(write=True) as txn:
+        replace = txn.fast.replace
+        txn.fast.writes += 5
+        assert replace(b'old', b'1') == b'committed'
+        assert replace(b'old', b'2') == b'1'            # pending
+        assert replace(b'new', b'3') is None
+        txn.delete(b'gone')
+        assert replace(b'gone', b'4') is None           # a tombstone
+        assert replace(b'more', b'5') is None           # the fourth key: frozen now
+        assert txn._frozen is not None
+        replace = txn.fast.replace                      # made again for the frozen writes
+        txn.fast.writes += 2
+        assert replace(b'old', b'6') == b'2' and replace(b'more', b'7') == b'5'
+        assert txn.get(b'old') == b'6' and txn.get(b'gone') == b'4'
+    assert txn.fast.replace is None
+    assert dict(small_freeze.items()) == {b'old': b'6', b'new': b'3', b'gone': b'4', b'more': b'7'}
 
 
 def test_a_write_transaction_reads_the_committed_data_once_per_key_in_a_row(tmp_path):
@@ -271,8 +295,8 @@ def test_reading_a_range_no_write_falls_in_keeps_the_log_compact(small_freeze):
         seen = []
         for key, _ in txn.items(b'r\x01', b'r\x02'):      # a collection's prefix range
             seen.append(key)
-            txn.writes += 1
-            txn._fast_put(b'r\x03' + key, b'')             # its index's
+            txn.fast.writes += 1
+            txn.fast.put(b'r\x03' + key, b'')             # its index's
         assert seen == records
         assert txn._frozen is not None and type(txn._pending) is dict
         assert [key for key, _ in txn.items(b'r\x03', b'r\x04')] == \

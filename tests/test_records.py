@@ -258,14 +258,14 @@ def test_record_writer_declines_the_uncommon_cases():
             assert as_json.records.writer.write(txn, {'a': 1}, None, False) is None
             record = counted.put({'a': 1}, txn=txn)
             calls.clear()
-            writes = etxn.writes
+            writes = etxn.fast.writes
             assert counted.records.writer.write(txn, record, (5,), False) is None
         with mock.patch.object(records, 'RecordWriter', twins.RecordWriter):
             counted.batch()
         assert type(counted.records.writer) is twins.RecordWriter
         with store.begin(write=True) as txn:
             assert counted.records.writer.write(txn, {'a': 2}, (6,), False) is None
-            assert calls == [] and txn.engine_txn.writes == 0
+            assert calls == [] and txn.engine_txn.fast.writes == 0
         assert writes == 2
         store.close()
 
@@ -364,7 +364,7 @@ def _counting_engine(fast):
         def __init__(self, engine, inner):
             super().__init__(engine, inner)
             if fast:
-                self._fast_get = lambda key: engine.calls.append('fast_get') or inner.get(key)
+                self.fast.get = lambda key: engine.calls.append('fast_get') or inner.get(key)
 
         def get(self, key):
             self.engine.calls.append('get')

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, ParamSpec, TypeVar
 
-from centidb import _speedups, collection, index, keylib, records, txn
+from centidb import _speedups, collection, index, keylib, records
 from centidb.engines import fastcalls
 
 _T = TypeVar('_T')
@@ -90,14 +90,8 @@ def index_get_agrees() -> None:
     same([index._index_get], [_speedups._index_get])
 
 
-def txn_state_agrees(pure: txn.TxnState, twin: _speedups.TxnState) -> None:
-    same([params(txn.TxnState)], [params(_speedups.TxnState)])
-    same([(pure.manager, pure.write, pure.engine_txn)],
-         [(twin.manager, twin.write, twin.engine_txn)])
-
-
 def fast_calls_agree(pure: fastcalls.FastCalls, twin: _speedups.FastCalls) -> None:
-    same([(pure.writes, pure._token, pure._fast_get, pure._fast_put_many, pure._fast_put,
-           pure._fast_replace, pure._fast_delete, pure._seek_cursor)],
-         [(twin.writes, twin._token, twin._fast_get, twin._fast_put_many, twin._fast_put,
-           twin._fast_replace, twin._fast_delete, twin._seek_cursor)])
+    same([(pure.writes, pure.get, pure.put_many, pure.put, pure.replace, pure.delete,
+           pure.seek_cursor)],
+         [(twin.writes, twin.get, twin.put_many, twin.put, twin.replace, twin.delete,
+           twin.seek_cursor)])

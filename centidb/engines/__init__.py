@@ -85,10 +85,10 @@ forwards every call to another engine, for tracing and fault injection.
 
 Optional, for speed: the collection layer writes a record's keys with one
 ``_put_many(pairs)`` call (the default calls :meth:`EngineTransaction.put`
-for each), and uses a transaction's ``_fast_get`` and ``_fast_put_many``
-callables, unchecked, while they are not ``None`` (see
-:class:`EngineTransaction`). An engine that leaves them ``None`` loses
-nothing but speed.
+for each), and uses the unchecked calls of a transaction's ``fast``
+(:class:`~centidb.engines.FastCalls`: ``get``, ``put``,
+``put_many``, ``replace``, ``delete``, ``seek_cursor``) while they are not
+``None``. An engine that leaves them ``None`` loses nothing but speed.
 """
 
 from __future__ import annotations
@@ -97,6 +97,7 @@ import importlib
 
 from centidb.engines import lmdb, writelog
 from centidb.engines.base import Engine, EngineTransaction, Transaction
+from centidb.engines.fastcalls import FastCalls, FastCallsLike
 from centidb.engines.leveldb import PlyvelEngine
 from centidb.engines.lmdb import LmdbEngine
 from centidb.engines.memory import ListEngine, MemoryEngine
@@ -114,6 +115,8 @@ __all__ = [
     'ENGINE_ALIASES',
     'Engine',
     'EngineTransaction',
+    'FastCalls',
+    'FastCallsLike',
     'ListEngine',
     'LmdbEngine',
     'MemoryEngine',

@@ -18,11 +18,11 @@ from typing import (
     Any, Generator, Iterable, Iterator, Literal, NoReturn, Tuple, TypeVar,
 )
 
-from centidb.engines.fastcalls import FastCalls, SeekCursor
+from centidb.engines.fastcalls import FastCalls, FastCallsLike, SeekCursor
 from centidb.errors import EngineClosedError, TransactionError
 
-__all__ = ['Engine', 'EngineTransaction', 'FastCalls', 'Transaction', 'Item', 'ItemIterator', 'KeyIterator',
-           'SeekCursor']
+__all__ = ['Engine', 'EngineTransaction', 'FastCalls', 'FastCallsLike', 'Transaction', 'Item',
+           'ItemIterator', 'KeyIterator', 'SeekCursor']
 
 # Type aliases, for annotations (evaluated at import: typing's spelling).
 #: A ``(key, value)`` pair of ``bytes``, as ``items()`` yields it.
@@ -61,7 +61,7 @@ def _check_bounds(lo: bytes | None, hi: bytes | None) -> None:
         _not_bytes('hi', hi)
 
 
-class EngineTransaction(FastCalls):
+class EngineTransaction:
     """A transaction on an :class:`Engine`; see :mod:`centidb.engines`.
 
     Subclasses implement ``_get``, ``_put``, ``_delete``, ``_items``,
@@ -69,6 +69,11 @@ class EngineTransaction(FastCalls):
     first. ``_commit`` and ``_abort`` must release the transaction's
     resources, also when ``_commit`` fails. Made by :meth:`Engine.begin`;
     the arguments are kept as attributes of the same names.
+
+    A subclass's constructor calls this one first, which makes :attr:`fast`
+    with no unchecked call; an engine that offers some sets them on it (see
+    :class:`~centidb.engines.FastCalls`), and sets them back to
+    ``None`` when the transaction ends.
 
     Every method except :meth:`abort` raises
     :class:`~centidb.errors.TransactionError` once the transaction has
@@ -79,17 +84,30 @@ class EngineTransaction(FastCalls):
     :param write: True if it may write.
     """
 
+    # A slot, so that the record paths find `fast` without a dict lookup.
+    __slots__ = ('fast', '__dict__', '__weakref__')
+
     def __init__(self, engine: Engine, write: bool) -> None:
         self.engine = engine
         self.write = bool(write)
-        self.writes = 0
-        self._token = object()
+        #: The unchecked calls this transaction offers, and its write
+        #: counter (:class:`~centidb.engines.FastCalls`).
+        self.fast = FastCalls()
         self._state = _OPEN
         self._registered = False
 
     def __repr__(self) -> str:
         kind = 'write' if self.write else 'read'
         return f'<{type(self).__name__} {kind} {self.state}>'
+
+    @property
+    def writes(self) -> int:
+        """Alias of ``fast.writes``, the count :meth:`item_chunks` callers compare."""
+        return self.fast.writes
+
+    @writes.setter
+    def writes(self, value: int) -> None:
+        self.fast.writes = value
 
     @property
     def state(self) -> str:
@@ -106,7 +124,7 @@ class EngineTransaction(FastCalls):
             f'this transaction was already {self._state}; begin a new one')
 
     def _put_many_failed(self, exc: Exception, pairs: list[Item]) -> NoReturn:
-        """Raise the engine's error for `exc`, raised by ``_fast_put_many(pairs)``."""
+        """Raise the engine's error for `exc`, raised by a write call of :attr:`fast`."""
         raise exc
 
     def _refuse_write(self) -> NoReturn:
@@ -172,7 +190,7 @@ class EngineTransaction(FastCalls):
         if type(value) is not bytes:
             _not_bytes('value', value)
         self._put(key, value)
-        self.writes += 1
+        self.fast.writes += 1
 
     def delete(self, key: bytes) -> None:
         """Remove `key`; removing a missing key does nothing.
@@ -190,7 +208,7 @@ class EngineTransaction(FastCalls):
         if type(key) is not bytes or not key:
             _bad_key(key)
         self._delete(key)
-        self.writes += 1
+        self.fast.writes += 1
 
     def delete_range(self, lo: bytes | None, hi: bytes | None) -> None:
         """Remove every key ``lo <= key < hi``, as deleting each of them would.
@@ -213,7 +231,7 @@ class EngineTransaction(FastCalls):
         if lo is not None and hi is not None and lo >= hi:
             return
         self._delete_range(lo, hi)
-        self.writes += 1
+        self.fast.writes += 1
 
     def items(self, lo: bytes | None = None, hi: bytes | None = None,
                reverse: bool = False) -> ItemIterator:
@@ -281,7 +299,7 @@ class EngineTransaction(FastCalls):
         the lists are read ahead (from a few pairs up to
         :data:`MAX_CHUNK`), so they do not follow the transaction's later
         writes, nor its end. Before using each pair the caller compares
-        :attr:`writes` with its value when the call was made and, if it
+        ``fast.writes`` with its value when the call was made and, if it
         changed, closes the iterator and calls again past the last pair it
         used (which raises if the transaction ended).
 
@@ -371,7 +389,7 @@ class EngineTransaction(FastCalls):
 
     def _finish(self, state: str) -> None:
         self._state = state
-        self.writes += 1    # tells iterators that read ahead (see item_chunks)
+        self.fast.writes += 1   # tells iterators that read ahead (see item_chunks)
         self.engine._transaction_ended(self)
 
     def _invalidate(self, state: str) -> None:

@@ -584,7 +584,7 @@ class EtcdTransaction(EngineTransaction):
     def _put_many(self, pairs: list[Item]) -> None:
         if not self.write or self._state != 'open' or self.engine._closed:
             self._refuse_write()
-        self.writes += len(pairs)   # first: a failure may have written some
+        self.fast.writes += len(pairs)   # first: a failure may have written some
         for key, value in pairs:
             self._check_sizes(key, value)
             self._remember(key, value)

@@ -436,7 +436,7 @@ class PlyvelEngine(Engine):
 
 
 class _SeekCursor:
-    """A plyvel iterator as a read transaction's ``_seek_cursor`` (see ``EngineTransaction``).
+    """A plyvel iterator as a read transaction's ``fast.seek_cursor`` (see ``FastCalls``).
 
     :param it: an iterator of ``(key, value)`` over a snapshot.
     """
@@ -474,7 +474,7 @@ class _PlyvelTransaction(_CompactWriteLog):
 
     ``commit()`` moves them into one atomic WriteBatch. Seeks (``first``)
     reuse one snapshot iterator while there are no pending writes; a read
-    transaction's first seek also offers it as ``_seek_cursor``.
+    transaction's first seek also offers it as ``fast.seek_cursor``.
     """
 
     engine: PlyvelEngine
@@ -489,7 +489,7 @@ class _PlyvelTransaction(_CompactWriteLog):
             self._start_log()
         else:
             self._pending = None
-            self._fast_get = self._read_committed
+            self.fast.get = self._read_committed
 
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
               reverse: bool = False) -> Item | None:
@@ -508,7 +508,7 @@ class _PlyvelTransaction(_CompactWriteLog):
         if it is None:
             it = self._seeker = snapshot.iterator()
             if self._pending is None:   # a read-only snapshot: seeks need no merge
-                self._seek_cursor = _SeekCursor(it, self.engine.path, snapshot)
+                self.fast.seek_cursor = _SeekCursor(it, self.engine.path, snapshot)
         if reverse:
             if hi is None:
                 it.seek_to_stop()
@@ -639,7 +639,7 @@ class _PlyvelTransaction(_CompactWriteLog):
             self._abort()
 
     def _abort(self) -> None:
-        self._fast_get = self._seek_cursor = None
+        self.fast.get = self.fast.seek_cursor = None
         self._drop_log()
         if self._seeker is not None:
             self._seeker.close()

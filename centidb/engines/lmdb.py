@@ -477,19 +477,19 @@ class _LmdbTransaction(EngineTransaction):
         super().__init__(engine, write)
         self._txn = txn
         self._cursor: lmdb.Cursor[bytes] | None = None  # reused by first() and _put_many()
-        self._fast_get = txn.get
+        self.fast.get = txn.get
         if write:
             self._putmulti = self._shared_cursor().putmulti
             # One record's keys: putmulti itself (C). Long lists take
             # _put_many, which may append.
-            self._fast_put_many = self._putmulti
-            self._fast_put = self._shared_cursor().put
-            self._fast_replace = self._shared_cursor().replace
-            self._fast_delete = txn.delete
+            self.fast.put_many = self._putmulti
+            self.fast.put = self._shared_cursor().put
+            self.fast.replace = self._shared_cursor().replace
+            self.fast.delete = txn.delete
 
     def _shared_cursor(self) -> lmdb.Cursor[bytes]:
         if self._cursor is None:
-            self._cursor = self._seek_cursor = self._txn.cursor()
+            self._cursor = self.fast.seek_cursor = self._txn.cursor()
         return self._cursor
 
     def get(self, key: bytes) -> bytes | None:
@@ -520,12 +520,12 @@ class _LmdbTransaction(EngineTransaction):
                 'put() in a read-only transaction; use begin(write=True)') from None
         except lmdb.Error as exc:
             self._fail(exc, key)
-        self.writes += 1
+        self.fast.writes += 1
 
     def _put_many(self, pairs: list[Item]) -> None:
         if self._state is not _OPEN or not self.write:
             self._refuse_write()
-        self.writes += len(pairs)   # first: a failure may have written some
+        self.fast.writes += len(pairs)   # first: a failure may have written some
         try:
             self._put_pairs(pairs)
         except lmdb.Error as exc:
@@ -639,9 +639,9 @@ class _LmdbTransaction(EngineTransaction):
                 key, value = cursor.item()
                 if lo is not None and key < lo:
                     return
-                mutations = self.writes
+                mutations = self.fast.writes
                 yield key, value
-                if self.writes != mutations:
+                if self.fast.writes != mutations:
                     found = _seek_before(cursor, key)
                 else:
                     found = cursor.prev()
@@ -651,9 +651,9 @@ class _LmdbTransaction(EngineTransaction):
                 key, value = cursor.item()
                 if hi is not None and key >= hi:
                     return
-                mutations = self.writes
+                mutations = self.fast.writes
                 yield key, value
-                if self.writes != mutations:
+                if self.fast.writes != mutations:
                     found = _seek_after(cursor, key)
                 else:
                     found = cursor.next()
@@ -712,8 +712,8 @@ class _LmdbTransaction(EngineTransaction):
         if self._txn is not None:
             # None once ended: every method checks the state before using _txn.
             self._txn = None  # type: ignore[assignment]
-            self._cursor = self._fast_get = self._fast_put_many = self._fast_put = None
-            self._fast_replace = self._fast_delete = self._seek_cursor = None
+            self._cursor = self.fast.get = self.fast.put_many = self.fast.put = None
+            self.fast.replace = self.fast.delete = self.fast.seek_cursor = None
             self._putmulti = None  # type: ignore[assignment]  # used only while open
             self.engine._release_active()
 

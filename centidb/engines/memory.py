@@ -35,7 +35,7 @@ __all__ = ['ListEngine', 'MemoryEngine']
 
 _CHUNK = 128  # keys a snapshot iterator fetches per step under the lock
 _first = operator.itemgetter(0)
-_Getter = Callable[[bytes], Optional[bytes]]  # an unchecked get (see _fast_get)
+_Getter = Callable[[bytes], Optional[bytes]]  # an unchecked get (see FastCalls.get)
 
 
 def _merge_key_chunks(a: list[bytes], b: list[bytes], reverse: bool) -> list[bytes]:
@@ -344,7 +344,7 @@ def _overlay_getter(pending: Mapping[bytes, _Pending], committed: _Getter) -> _G
 
 
 class _SeekCursor:
-    """A read transaction's ``_seek_cursor`` (see ``EngineTransaction``): seeks its snapshot.
+    """A read transaction's ``fast.seek_cursor`` (see ``FastCalls``): seeks its snapshot.
 
     :param engine: the :class:`MemoryEngine`.
     :param version: the snapshot's version.
@@ -378,8 +378,8 @@ class _MemoryReadTransaction(EngineTransaction):
     def __init__(self, engine: MemoryEngine) -> None:
         super().__init__(engine, False)
         self._version = engine._register_reader()
-        self._fast_get = _snapshot_getter(engine, self._version)
-        self._seek_cursor = _SeekCursor(engine, self._version)
+        self.fast.get = _snapshot_getter(engine, self._version)
+        self.fast.seek_cursor = _SeekCursor(engine, self._version)
 
     def _get(self, key: bytes) -> bytes | None:
         value = self.engine._lookup(key, self._version)
@@ -405,7 +405,7 @@ class _MemoryReadTransaction(EngineTransaction):
         return self.engine._snapshot_chunks(self._version, lo, hi, reverse, False)
 
     def _commit(self) -> None:
-        self._fast_get = self._seek_cursor = None
+        self.fast.get = self.fast.seek_cursor = None
         self.engine._unregister_reader(self._version)
 
     _abort = _commit
@@ -421,14 +421,14 @@ class _MemoryWriteTransaction(_WriteLog):
         self._version = engine._version  # stable: writers are serialized
         self._read_committed = engine._values.get
         self._start_log()
-        self._fast_get = _overlay_getter(
+        self.fast.get = _overlay_getter(
             self._pending, self._read_committed)  # type: ignore[arg-type]  # a dict now
 
     def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
         pending = self._pending
         writes = super()._sorted_writes()
         if writes is not pending:   # a new table: the getter must read it
-            self._fast_get = _overlay_getter(writes, self._read_committed)
+            self.fast.get = _overlay_getter(writes, self._read_committed)
         return writes
 
     def first(self, lo: bytes | None = None, hi: bytes | None = None,
@@ -469,7 +469,7 @@ class _MemoryWriteTransaction(_WriteLog):
 
     def _end(self) -> None:
         self._drop_log()
-        self._fast_get = None
+        self.fast.get = None
 
 
 #: The old name of :class:`MemoryEngine` (the same class), kept so code and

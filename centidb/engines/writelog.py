@@ -26,6 +26,7 @@ from typing import Any, Callable, Iterable, Iterator, MutableMapping, Union
 from sortedcontainers import SortedDict, SortedList
 
 from centidb.engines.base import _OPEN, EngineTransaction, Item, ItemIterator, _bad_key, _not_bytes
+from centidb.engines.fastcalls import weakly
 
 __all__ = ['TOMBSTONE', 'merge_overlay']
 
@@ -132,7 +133,7 @@ class _WriteLog(EngineTransaction):
     :data:`TOMBSTONE` for a delete. It holds the very ``bytes`` objects the
     caller passed, and nothing per write besides its table entry: no tuple,
     no log of superseded writes, no copy. A write is one dict update
-    (``_fast_put_many`` and ``_fast_put`` are the dict's own ``update`` and
+    (``fast.put_many`` and ``fast.put`` are the dict's own ``update`` and
     ``__setitem__``, which run in C), a read one lookup. Deleting a key that
     only this transaction wrote drops its entry, rather than keep a
     tombstone. The first iteration turns the dict into a
@@ -153,8 +154,8 @@ class _WriteLog(EngineTransaction):
     def _start_log(self) -> None:
         self._pending = {}
         self._deletes = False   # whether a TOMBSTONE was ever written
-        self._fast_put_many = self._pending.update
-        self._fast_put = self._pending.__setitem__
+        self.fast.put_many = self._pending.update
+        self.fast.put = self._pending.__setitem__
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
@@ -177,7 +178,7 @@ class _WriteLog(EngineTransaction):
         if type(value) is not bytes:
             _not_bytes('value', value)
         self._pending[key] = value
-        self.writes += 1
+        self.fast.writes += 1
 
     def _delete(self, key: bytes) -> None:
         # Callers checked that this is an open write transaction.
@@ -193,7 +194,7 @@ class _WriteLog(EngineTransaction):
         if self._pending is None or self._state is not _OPEN:
             self._refuse_write()
         self._pending.update(pairs)
-        self.writes += len(pairs)
+        self.fast.writes += len(pairs)
 
     def _sorted_writes(self) -> SortedDict[bytes, _Pending]:
         """The pending writes as a SortedDict, which they stay from now on."""
@@ -203,8 +204,8 @@ class _WriteLog(EngineTransaction):
         # Made from the dict, which is then dropped: never both at once.
         made: SortedDict[bytes, _Pending] = SortedDict(pending or ())
         self._pending = made
-        self._fast_put_many = made.update
-        self._fast_put = made.__setitem__
+        self.fast.put_many = made.update
+        self.fast.put = made.__setitem__
         return made
 
     def _holds_writes(self) -> bool:
@@ -253,7 +254,7 @@ class _WriteLog(EngineTransaction):
         table.clear()
 
     def _drop_log(self) -> None:
-        self._pending = self._fast_put_many = self._fast_put = None
+        self._pending = self.fast.put_many = self.fast.put = None
 
 
 
@@ -490,9 +491,8 @@ class _FrozenWrites:
 class LogCalls:
     """The unchecked calls of a :class:`_CompactWriteLog` over its current tables.
 
-    ``get``, ``put``, ``put_many`` and ``delete`` are the transaction's
-    ``_fast_get``, ``_fast_put``, ``_fast_put_many`` and ``_fast_delete``
-    (see :class:`~centidb.engines.fastcalls.FastCalls`); the log makes a new
+    Its methods are the transaction's calls of the same names in ``fast``
+    (see :class:`~centidb.engines.FastCalls`); the log makes a new
     one when it replaces its dict or first freezes. ``get`` keeps the last
     value it read from `committed`, which must always give the same value
     for a key (a snapshot), so that reading a record and writing it back
@@ -552,6 +552,16 @@ class LogCalls:
         if len(pending) >= self.freeze_at:
             self.freeze()
 
+    def replace(self, key: bytes, value: bytes) -> bytes | None:
+        """Write `value` under `key`; return the value it held (or None), as :meth:`get` would.
+
+        :param key: a non-empty ``bytes`` key.
+        :param value: the ``bytes`` value.
+        """
+        old = self.get(key)
+        self.put(key, value)
+        return old
+
     def put_many(self, pairs: list[Item]) -> None:
         """Write each ``(key, value)`` pair of `pairs`.
 
@@ -603,8 +613,8 @@ class _CompactWriteLog(_WriteLog):
     order (which LevelDB inserts into its memtable faster than a random
     order), then the deletes, then the dict.
 
-    The unchecked calls (``_fast_get``, ``_fast_put``, ``_fast_put_many``,
-    ``_fast_delete``) are the methods of a :class:`LogCalls` over the
+    The unchecked calls (``fast.get``, ``fast.put``, ``fast.put_many``,
+    ``fast.replace``, ``fast.delete``) are the methods of a :class:`LogCalls` over the
     current dict and frozen writes, made again by :meth:`_arm` when either
     is replaced; the checked methods check, then call them.
 
@@ -634,10 +644,11 @@ class _CompactWriteLog(_WriteLog):
         frozen = self._frozen
         pending: MutableMapping[bytes, Any] = self._pending  # type: ignore[assignment]
         calls = LogCalls(pending, None if frozen is None else frozen.get,
-                         self._read_committed, self._freeze_at, self._freeze,
-                         self._deleted, TOMBSTONE, self._heads)
-        self._fast_get, self._fast_put = calls.get, calls.put
-        self._fast_put_many, self._fast_delete = calls.put_many, calls.delete
+                         self._read_committed, self._freeze_at, weakly(self._freeze),
+                         weakly(self._deleted), TOMBSTONE, self._heads)
+        self.fast.get, self.fast.put = calls.get, calls.put
+        self.fast.put_many, self.fast.delete, self.fast.replace = (
+            calls.put_many, calls.delete, calls.replace)
 
     def _deleted(self) -> None:
         """Note that the log may hold a TOMBSTONE (called by ``LogCalls.delete``)."""
@@ -648,7 +659,7 @@ class _CompactWriteLog(_WriteLog):
 
     def get(self, key: bytes) -> bytes | None:
         """Return the value stored under ``key``, or ``None``."""
-        get = self._fast_get
+        get = self.fast.get
         if get is None or self._state is not _OPEN:
             self._raise_unusable()
         if type(key) is not bytes or not key:
@@ -657,7 +668,7 @@ class _CompactWriteLog(_WriteLog):
 
     def put(self, key: bytes, value: bytes) -> None:
         """Store ``value`` under ``key``, replacing any previous value."""
-        put = self._fast_put
+        put = self.fast.put
         if put is None or self._state is not _OPEN:
             self._refuse_write()
         if type(key) is not bytes or not key:
@@ -665,18 +676,18 @@ class _CompactWriteLog(_WriteLog):
         if type(value) is not bytes:
             _not_bytes('value', value)
         put(key, value)
-        self.writes += 1
+        self.fast.writes += 1
 
     def _put_many(self, pairs: list[Item]) -> None:
-        put_many = self._fast_put_many
+        put_many = self.fast.put_many
         if put_many is None or self._state is not _OPEN:
             self._refuse_write()
         put_many(pairs)
-        self.writes += len(pairs)
+        self.fast.writes += len(pairs)
 
     def _delete(self, key: bytes) -> None:
         # Callers checked that this is an open write transaction.
-        self._fast_delete(key)  # type: ignore[misc]
+        self.fast.delete(key)  # type: ignore[misc]
 
     def _may_write_in(self, lo: bytes | None, hi: bytes | None) -> bool:
         """False if no key in ``[lo, hi)`` was written in this transaction.
@@ -711,7 +722,7 @@ class _CompactWriteLog(_WriteLog):
         """
         if self._may_write_in(lo, hi):
             return merge_overlay(self._sorted_writes(), make_base(lo, hi), lo, hi, reverse)
-        return self._unless_written(make_base, lo, hi, reverse, self.writes)
+        return self._unless_written(make_base, lo, hi, reverse, self.fast.writes)
 
     def _unless_written(self, make_base: Callable[[bytes | None, bytes | None], ItemIterator],
                         lo: bytes | None, hi: bytes | None, reverse: bool,
@@ -720,15 +731,15 @@ class _CompactWriteLog(_WriteLog):
         base = make_base(lo, hi)
         try:
             for item in base:
-                if self.writes != writes:
-                    writes = self.writes
+                if self.fast.writes != writes:
+                    writes = self.fast.writes
                     if self._pending is not None and self._may_write_in(lo, hi):
                         break
                 yield item
                 last = item[0]
             else:
                 # The snapshot has no more; a write since may have added some.
-                if (self.writes == writes or self._pending is None
+                if (self.fast.writes == writes or self._pending is None
                         or not self._may_write_in(lo, hi)):
                     return
         finally:
@@ -779,7 +790,7 @@ class _CompactWriteLog(_WriteLog):
     def _drop_log(self) -> None:
         self._frozen = None
         super()._drop_log()
-        self._fast_get = self._fast_delete = None
+        self.fast.get = self.fast.delete = self.fast.replace = None
 
 
 def _setter(table: dict[bytes, _Pending], value: _Pending) -> Callable[[bytes], None]:
