@@ -1,7 +1,7 @@
 """The unchecked calls an engine transaction may offer (:mod:`centidb.engines.fastcalls`).
 
-Each of ``_fast_get``, ``_fast_put_many``, ``_fast_put``, ``_fast_replace``,
-``_fast_delete`` and ``_seek_cursor`` is ``None`` unless the engine offers
+Each of ``fast.get``, ``fast.put_many``, ``fast.put``, ``fast.replace``,
+``fast.delete`` and ``fast.seek_cursor`` is ``None`` unless the engine offers
 it; an offered call does what the checked method would, sees the
 transaction's own writes, and is withdrawn (``None`` again) when the
 transaction ends ("Write your own engine" in ``docs/engines.rst``). These
@@ -18,13 +18,13 @@ from centidb.errors import EngineError
 
 from engine_helpers import engine  # noqa: F401 - a fixture
 
-CALLS = ('_fast_get', '_fast_put_many', '_fast_put', '_fast_replace', '_fast_delete',
-         '_seek_cursor')
-WRITE_CALLS = ('_fast_put_many', '_fast_put', '_fast_replace', '_fast_delete')
+CALLS = ('get', 'put_many', 'put', 'replace', 'delete',
+         'seek_cursor')
+WRITE_CALLS = ('put_many', 'put', 'replace', 'delete')
 
 
 def offered(txn):
-    return {name for name in CALLS if getattr(txn, name) is not None}
+    return {name for name in CALLS if getattr(txn.fast, name) is not None}
 
 
 def test_an_engine_transaction_offers_none_unless_its_engine_sets_them():
@@ -32,7 +32,7 @@ def test_an_engine_transaction_offers_none_unless_its_engine_sets_them():
         pass
 
     txn = Bare(MemoryEngine(), True)
-    assert isinstance(txn, FastCalls)
+    assert isinstance(txn.fast, FastCalls)
     assert offered(txn) == set() and txn.writes == 0
     txn._state = 'aborted'          # never began: nothing to release
 
@@ -49,28 +49,28 @@ def test_offered_calls_do_what_the_checked_methods_do(engine):
     model = {bytes([i]): b'v%d' % i for i in range(1, 6)}
     calls = offered(txn)
     writes = txn.writes
-    if txn._fast_put_many is not None:
+    if txn.fast.put_many is not None:
         txn.writes += 2
-        txn._fast_put_many([(b'\x06', b'a'), (b'\x01', b'b')])
+        txn.fast.put_many([(b'\x06', b'a'), (b'\x01', b'b')])
         model.update({b'\x06': b'a', b'\x01': b'b'})
-    if txn._fast_put is not None:
+    if txn.fast.put is not None:
         txn.writes += 1
-        txn._fast_put(b'\x07', b'c')
+        txn.fast.put(b'\x07', b'c')
         model[b'\x07'] = b'c'
-    if txn._fast_replace is not None:
+    if txn.fast.replace is not None:
         txn.writes += 2
-        assert txn._fast_replace(b'\x02', b'd') == b'v2'
-        assert txn._fast_replace(b'\x08', b'e') is None
+        assert txn.fast.replace(b'\x02', b'd') == b'v2'
+        assert txn.fast.replace(b'\x08', b'e') is None
         model.update({b'\x02': b'd', b'\x08': b'e'})
-    if txn._fast_delete is not None:
+    if txn.fast.delete is not None:
         txn.writes += 2
-        txn._fast_delete(b'\x03')
-        txn._fast_delete(b'\x09')       # missing: nothing
+        txn.fast.delete(b'\x03')
+        txn.fast.delete(b'\x09')       # missing: nothing
         del model[b'\x03']
-    if txn._fast_get is not None:       # sees the writes above, made either way
+    if txn.fast.get is not None:       # sees the writes above, made either way
         for i in range(1, 11):
-            assert txn._fast_get(bytes([i])) == model.get(bytes([i])) == txn.get(bytes([i]))
-    cursor = txn._seek_cursor
+            assert txn.fast.get(bytes([i])) == model.get(bytes([i])) == txn.get(bytes([i]))
+    cursor = txn.fast.seek_cursor
     if cursor is not None:
         for lo in (b'\x00', b'\x02\x00', b'\x05'):
             assert cursor.set_range(lo)
@@ -115,7 +115,7 @@ def test_lmdb_offers_every_call_and_memory_its_reads():
         lmdb_engine.close()
     memory = MemoryEngine()
     with memory.begin() as txn:
-        assert offered(txn) == {'_fast_get', '_seek_cursor'}
+        assert offered(txn) == {'get', 'seek_cursor'}
 
 
 # --- guarded -----------------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """The record paths' use of an engine's unchecked calls (:mod:`centidb.fastpath`).
 
-A record path uses each call an engine transaction offers (``_fast_get``,
-``_fast_put_many``, ``_fast_put``, ``_fast_replace``, ``_fast_delete``,
-``_seek_cursor``) and the checked method when it does not, and keeps the
+A record path uses each call an engine transaction offers (``fast.get``,
+``fast.put_many``, ``fast.put``, ``fast.replace``, ``fast.delete``,
+``fast.seek_cursor``) and the checked method when it does not, and keeps the
 transaction's ``writes``. Whatever an engine offers, a store on it must
 behave the same: these tests run one workload on LMDB (which offers every
 call), through a wrapper that offers none, and through wrappers that offer
@@ -16,11 +16,11 @@ import centidb
 from centidb.engines import MemoryEngine, WrapperEngine, WrapperTransaction
 from centidb.errors import TransactionError
 
-CALLS = ('_fast_get', '_fast_put_many', '_fast_put', '_fast_replace', '_fast_delete',
-         '_seek_cursor')
+CALLS = ('get', 'put_many', 'put', 'replace', 'delete',
+         'seek_cursor')
 # How many writes each write call makes, from its arguments.
-COUNTS = {'_fast_put_many': len, '_fast_put': lambda *pair: 1,
-          '_fast_replace': lambda *pair: 1, '_fast_delete': lambda key: 1}
+COUNTS = {'put_many': len, 'put': lambda *pair: 1,
+          'replace': lambda *pair: 1, 'delete': lambda key: 1}
 
 lmdb = pytest.importorskip('lmdb')
 
@@ -30,13 +30,13 @@ class OfferingTransaction(WrapperTransaction):
 
     def __init__(self, engine, inner):
         super().__init__(engine, inner)
-        if '_seek_cursor' in engine.offer:
+        if 'seek_cursor' in engine.offer:
             inner.first()                  # LMDB makes its cursor on first use
         for name in engine.offer:
-            call = getattr(inner, name)
+            call = getattr(inner.fast, name)
             if name in COUNTS and call is not None:
                 call = self._counted(inner, call, COUNTS[name])
-            setattr(self, name, call)
+            setattr(self.fast, name, call)
 
     @staticmethod
     def _counted(inner, call, count):
@@ -47,7 +47,7 @@ class OfferingTransaction(WrapperTransaction):
 
     def _withdraw(self):
         for name in CALLS:
-            setattr(self, name, None)
+            setattr(self.fast, name, None)
 
     def _commit(self):
         self._withdraw()
@@ -132,7 +132,7 @@ def test_a_store_behaves_the_same_whichever_calls_its_engine_offers(tmp_path, ex
     inner = centidb.engines.LmdbEngine(str(tmp_path / 'db'), sync=False)
     engine = OfferingEngine(inner, offer)
     with engine.begin(write=True) as txn:
-        assert {name for name in CALLS if getattr(txn, name) is not None} == set(offer)
+        assert {name for name in CALLS if getattr(txn.fast, name) is not None} == set(offer)
     assert run_on(engine) == expected
 
 
@@ -146,7 +146,7 @@ class FailingTransaction(OfferingTransaction):
     def __init__(self, engine, inner):
         super().__init__(engine, inner)
         for name in engine.offer:
-            setattr(self, name, self._fail)
+            setattr(self.fast, name, self._fail)
 
     def _fail(self, *args):
         raise LibraryError('disk on fire')
@@ -166,10 +166,10 @@ class FailingEngine(OfferingEngine):
 
 
 @pytest.mark.parametrize('offer, write', [
-    ('_fast_put_many', lambda people, plain: people.put({'name': 'bob', 'city': 'York'})),
-    ('_fast_put', lambda people, plain: plain.put({'name': 'b'})),
-    ('_fast_replace', lambda people, plain: people.put({'name': 'ann', 'city': 'York'})),
-    ('_fast_delete', lambda people, plain: people.put({'name': 'ann', 'city': 'York'})),
+    ('put_many', lambda people, plain: people.put({'name': 'bob', 'city': 'York'})),
+    ('put', lambda people, plain: plain.put({'name': 'b'})),
+    ('replace', lambda people, plain: people.put({'name': 'ann', 'city': 'York'})),
+    ('delete', lambda people, plain: people.put({'name': 'ann', 'city': 'York'})),
 ])
 def test_an_offered_call_that_fails_raises_what_the_engine_maps_it_to(tmp_path, offer, write):
     inner = centidb.engines.LmdbEngine(str(tmp_path / 'db'), sync=False)
@@ -192,7 +192,7 @@ def test_an_offered_call_that_fails_raises_what_the_engine_maps_it_to(tmp_path, 
     assert list(inner.items()) == before
     (pairs,) = engine.failed
     assert pairs and all(type(k) is bytes and type(v) is bytes for k, v in pairs)
-    if offer == '_fast_delete':         # the key it deleted, with an empty value
+    if offer == 'delete':         # the key it deleted, with an empty value
         assert [value for _, value in pairs] == [b''] and pairs[0][0] in dict(before)
     store.close()
 

@@ -20,8 +20,8 @@ from centidb.savepoint import Savepoint
 
 from engine_helpers import engine  # noqa: F401 - a fixture
 
-CALLS = ('_fast_get', '_fast_put_many', '_fast_put', '_fast_replace', '_fast_delete',
-         '_seek_cursor')
+CALLS = ('get', 'put_many', 'put', 'replace', 'delete',
+         'seek_cursor')
 
 
 def fill(engine):
@@ -72,7 +72,8 @@ def test_reads_pass_through_and_see_the_savepoints_writes(engine):
         assert [k for chunk in savepoint.key_chunks(b'\x04', None, True)
                 for k in chunk] == [b'\x05', b'\x04']
         txn.abort()
-    assert savepoint.state == 'aborted'
+    with pytest.raises(centidb.errors.TransactionError):    # its transaction has ended
+        savepoint.get(b'\x01')
 
 
 def test_roll_back_puts_back_a_whole_range_deleted_through_it(engine):
@@ -88,8 +89,9 @@ def test_roll_back_puts_back_a_whole_range_deleted_through_it(engine):
 def test_a_savepoint_offers_none_of_the_unchecked_calls(engine):
     with engine.begin(write=True) as txn:
         savepoint = Savepoint(txn)
-        assert [getattr(savepoint, name, None) for name in CALLS] == [None] * len(CALLS)
-        assert savepoint._token is None          # a Record read through it is read again
+        assert [getattr(savepoint.fast, name) for name in CALLS] == [None] * len(CALLS)
+        # Its own: a Record read through it is not taken for one read in txn.
+        assert savepoint.fast is not txn.fast
 
 
 def test_roll_back_after_the_transaction_ended_does_nothing(engine):
