@@ -55,7 +55,8 @@ from unittest import mock
 import lmdb
 
 import centidb
-from centidb import keylib, records
+from centidb import keylib
+from centidb.records import record as records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INSERTS = {'insert blind': (True, False), 'insert': (False, False),

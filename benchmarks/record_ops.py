@@ -25,7 +25,8 @@ import tempfile
 from unittest import mock
 
 import centidb
-from centidb import impl, records
+from centidb import impl
+from centidb.records import record as records
 
 variant, op, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 names = ('Record', 'RecordWriter', 'RecordReader', 'index_entries')

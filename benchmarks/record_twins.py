@@ -24,7 +24,8 @@ import sys
 import tempfile
 from unittest import mock
 
-from centidb import impl, keylib, records
+from centidb import impl, keylib
+from centidb.records import record as records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VARIANTS = ('compiled', 'pure records')

@@ -3,7 +3,7 @@
 # cost more than the read it starts). Included by _speedups.pyx after
 # _records.pxi: they call the compiled reader and writer without a Python
 # call. They read only the collection's public ``calls`` object (a
-# centidb.access.CollectionCalls) and its public attributes.
+# centidb.records.access.CollectionCalls) and its public attributes.
 
 TWINS += ('_collection_get', '_collection_put')
 

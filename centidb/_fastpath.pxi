@@ -1,4 +1,4 @@
-# Twin of centidb/fastpath.py: the engine transaction's unchecked calls (its `fast`,
+# Twin of centidb/records/fastpath.py: the engine transaction's unchecked calls (its `fast`,
 # a FastCalls of _engines.pxi). Included by _speedups.pyx before _records.pxi,
 # whose classes call these without a Python call.
 
@@ -56,7 +56,7 @@ cdef inline PyObject *slot_at(txn, Py_ssize_t offset):
 
 
 cdef object checked_engine_txn(txns, txn_class, txn, bint write):
-    """Mirrors centidb.fastpath.checked_engine_txn."""
+    """Mirrors centidb.records.fastpath.checked_engine_txn."""
     cdef PyObject *etxn
     cdef PyObject *writable
     if type(txn) is txn_class:
@@ -79,7 +79,7 @@ cdef object checked_engine_txn(txns, txn_class, txn, bint write):
 
 
 cdef object put_many(etxn, fast, list writes):
-    """Mirrors centidb.fastpath.put_many, `fast` being etxn's."""
+    """Mirrors centidb.records.fastpath.put_many, `fast` being etxn's."""
     put_pairs = fast_put_many(fast)
     if put_pairs is None:
         etxn._put_many(writes)
@@ -92,7 +92,7 @@ cdef object put_many(etxn, fast, list writes):
 
 
 cdef object put_one(etxn, fast, bytes key, bytes value):
-    """Mirrors centidb.fastpath.put_one, `fast` being etxn's."""
+    """Mirrors centidb.records.fastpath.put_one, `fast` being etxn's."""
     put = fast_put(fast)
     if put is None:
         put_many(etxn, fast, [(key, value)])
@@ -105,7 +105,7 @@ cdef object put_one(etxn, fast, bytes key, bytes value):
 
 
 cdef object replace_one(etxn, fast, bytes key, bytes value):
-    """Mirrors centidb.fastpath.replace_one, `fast` being etxn's."""
+    """Mirrors centidb.records.fastpath.replace_one, `fast` being etxn's."""
     add_writes(fast, 1)
     try:
         return fast_replace(fast)(key, value)
@@ -114,7 +114,7 @@ cdef object replace_one(etxn, fast, bytes key, bytes value):
 
 
 cdef object delete_one(etxn, fast, bytes key):
-    """Mirrors centidb.fastpath.delete_one, `fast` being etxn's."""
+    """Mirrors centidb.records.fastpath.delete_one, `fast` being etxn's."""
     delete = fast_delete(fast)
     if delete is None:
         etxn.delete(key)
@@ -127,7 +127,7 @@ cdef object delete_one(etxn, fast, bytes key):
 
 
 cdef object first_key(etxn, bytes lo, bytes hi):
-    """Mirrors centidb.fastpath.first_key."""
+    """Mirrors centidb.records.fastpath.first_key."""
     cursor = fast_seek_cursor(fast_of(etxn))
     if cursor is None:
         found = etxn.first(lo, hi)

@@ -1,4 +1,4 @@
-# Twin of centidb/records.py: index entries, Record, and the common-case record
+# Twin of centidb/records/record.py: index entries, Record, and the common-case record
 # writer and reader. Included by _speedups.pyx after _keylib.pxi. Each class and
 # function mirrors the pure-Python one of the same name, which documents it;
 # everything outside this module reaches it through constructor arguments.

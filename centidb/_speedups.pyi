@@ -1,7 +1,7 @@
 """Types of the compiled twin ``centidb._speedups`` (built from ``_speedups.pyx``).
 
 Each name has the signature of the pure-Python name it mirrors, in
-``centidb/keylib.py`` and ``centidb/records.py``, which hold the
+``centidb/keylib.py`` and ``centidb/records/record.py``, which hold the
 documentation. ``tests/test_typing.py`` checks this stub against the built
 module (mypy's stubtest) and against the pure signatures.
 """
@@ -49,11 +49,11 @@ def msgpack_encoder(make_packer: Callable[[], Any],
 class MsgpackEncode:
     def __call__(self, value: Any) -> bytes: ...
 
-# --- _records.pxi: centidb/records.py ------------------------------------------
+# --- _records.pxi: centidb/records/record.py ------------------------------------------
 # Typed as the pure classes are. The stub names the store transactions and
 # engine transactions the twins are handed (types only: a stub is never
 # imported); what belongs to the layers above (the collection, its indexes)
-# is Any or object, as in centidb/records.py.
+# is Any or object, as in centidb/records/record.py.
 
 _IndexSpec = tuple[Callable[[Any], Any], bytes]
 

@@ -7,7 +7,7 @@
 * ``_engines.pxi``: ``FastCalls``, which every engine transaction holds as
   ``fast``, mirroring ``centidb/engines/fastcalls.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
-  ``RecordReader``, mirroring ``centidb/records.py``;
+  ``RecordReader``, mirroring ``centidb/records/record.py``;
 * ``_collection.pxi``, ``_index.pxi``: the entry points of
   ``Collection.get``/``put`` and ``Index.get``.
 

@@ -19,7 +19,7 @@ import itertools
 from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 
 from centidb import batches, encodings, impl, keylib
-from centidb.access import CollectionCalls, Records
+from centidb.records.access import CollectionCalls, Records
 from centidb.batches import BatchView
 from centidb.catalog import Catalog
 from centidb.collinfo import CollectionMeta
@@ -33,7 +33,7 @@ from centidb.metarecords import CollectionInfo
 from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
 from centidb.records import Record, as_key
 from centidb.txn import Transaction, TxnManager
-from centidb.writing import KeySource
+from centidb.records.writing import KeySource
 
 _T = TypeVar('_T')
 #: Pairs a collection's group count takes from its scan at a time.
@@ -193,7 +193,7 @@ class Collection:
                                txns.engine.max_key_size, self._checksum)
         self._plain_id = plain_id
         #: What :meth:`get` and :meth:`put` read (a
-        #: :class:`~centidb.access.CollectionCalls`): the store's
+        #: :class:`~centidb.records.access.CollectionCalls`): the store's
         #: transaction manager and the collection's current record paths.
         self.calls = CollectionCalls(txns, self._put_general, catalog.encoder_id)
         self._space = KeySpace(self._prefix, txns, self.values, self._entry_keys,
@@ -233,7 +233,7 @@ class Collection:
 
     @property
     def records(self) -> Records:
-        """The collection's record paths (:class:`~centidb.access.Records`).
+        """The collection's record paths (:class:`~centidb.records.access.Records`).
 
         Made again whenever its indexes, hooks or batching change.
         """
@@ -496,7 +496,7 @@ class Collection:
             holds (``max_txn_ops``, ``max_txn_bytes``); the message says how
             many of the records fit. Only this call's writes are counted:
             the engine refuses at commit what the whole transaction wrote
-            past its limits. See :mod:`centidb.limits`.
+            past its limits. See :mod:`centidb.records.limits`.
         :raises TypeError: if `txn` is not a transaction of this store.
         :raises ~centidb.errors.TransactionError: if `txn` has ended or is
             read-only.

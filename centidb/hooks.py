@@ -3,7 +3,7 @@
 - :class:`BeforeWriteHooks`, which each collection holds, keeps the
   functions its ``before_write()`` registers: called just before each
   record is written, handed to the collection's
-  :class:`~centidb.access.Records` when its record paths are made again.
+  :class:`~centidb.records.access.Records` when its record paths are made again.
 - :class:`CommitHooks`, which the store holds, keeps the functions its
   ``on_commit()`` registers: called with the :class:`~centidb.txn.Change`
   list of each committed write transaction, through the

@@ -16,10 +16,10 @@ from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
 from centidb.keylib import Key
 from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
-from centidb.access import CollectionCalls
-from centidb.entries import corrupt_entry_error, first_entry, split_entries
+from centidb.records.access import CollectionCalls
+from centidb.records.entries import corrupt_entry_error, first_entry, split_entries
 from centidb.records import as_key
-from centidb.entries import delete_prefix
+from centidb.records.entries import delete_prefix
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Index', 'IndexSet']
@@ -81,7 +81,7 @@ class Index:
         self._prefix = keylib.packs(index_id)
         self._unique = unique
         #: What :meth:`get` reads, in one attribute (each costs a lookup per
-        #: call): the collection's :class:`~centidb.access.CollectionCalls`,
+        #: call): the collection's :class:`~centidb.records.access.CollectionCalls`,
         #: the index's prefix and its name.
         self.get_args: tuple[CollectionCalls, bytes, str] = (coll.calls, self._prefix, name)
         self._space = KeySpace(self._prefix, txns, self.values, self._entry_keys,

@@ -48,19 +48,19 @@ WORK = os.path.join(ROOT, '.mutants')
 MODULES = {
     'keylib': ('centidb/keylib.py', ['tests/test_keylib.py', 'tests/test_keylib*.py']),
     'batches': ('centidb/batches.py', ['tests/test_batches.py', 'tests/test_batches*.py']),
-    'records': ('centidb/records.py', ['tests/test_records.py', 'tests/test_collection*.py',
+    'records': ('centidb/records/record.py', ['tests/test_records_record.py', 'tests/test_collection*.py',
                                        'tests/test_index.py', 'tests/test_store_verify.py']),
-    'access': ('centidb/access.py', ['tests/test_access.py', 'tests/test_records.py',
+    'access': ('centidb/records/access.py', ['tests/test_access.py', 'tests/test_records_record.py',
                                      'tests/test_collection*.py', 'tests/test_index.py',
                                      'tests/test_store_verify.py', 'tests/test_bulk.py',
                                      'tests/test_unique.py', 'tests/test_hooks.py']),
-    'entries': ('centidb/entries.py', ['tests/test_entries.py', 'tests/test_index.py',
+    'entries': ('centidb/records/entries.py', ['tests/test_entries.py', 'tests/test_index.py',
                                        'tests/test_unique.py']),
-    'writing': ('centidb/writing.py', ['tests/test_writing.py', 'tests/test_records.py',
+    'writing': ('centidb/records/writing.py', ['tests/test_writing.py', 'tests/test_records_record.py',
                                        'tests/test_collection*.py', 'tests/test_bulk.py',
                                        'tests/test_hooks.py']),
-    'savepoint': ('centidb/savepoint.py', ['tests/test_savepoint.py', 'tests/test_bulk.py']),
-    'fastpath': ('centidb/fastpath.py', ['tests/test_fastpath.py', 'tests/test_records.py']),
+    'savepoint': ('centidb/records/savepoint.py', ['tests/test_savepoint.py', 'tests/test_bulk.py']),
+    'fastpath': ('centidb/records/fastpath.py', ['tests/test_fastpath.py', 'tests/test_records_record.py']),
 }
 
 # --- mutation operators ----------------------------------------------------------

@@ -17,7 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import centidb
-from centidb import access, impl, records
+from centidb import impl
+from centidb.records import record as records
+from centidb.records import access
 from centidb.encodings import make_json_encoder
 from centidb.engines import MemoryEngine
 from centidb.engines.wrappers import TraceEngine
@@ -575,7 +577,7 @@ def test_write_many_declines_before_calling_user_code(twins):
 
 def test_the_savepoint_offers_every_read_of_an_engine_transaction():
     from centidb.engines import EngineTransaction
-    from centidb.savepoint import Savepoint
+    from centidb.records.savepoint import Savepoint
     for name in ('get', 'first', 'items', 'keys', 'count'):
         assert callable(getattr(EngineTransaction, name))
         assert callable(getattr(Savepoint, name)), name

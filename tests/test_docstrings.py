@@ -24,10 +24,11 @@ import pytest
 
 import centidb
 from centidb import (
-    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection,
-    dumpfile, dumpformat,
-    encodings, engines, errors, fastpath, impl, index, keyformat, access, entries, hooks, keylib, limits, models, query, records, savepoint,
-    store, txn, writing,
+    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection, dumpfile, dumpformat, encodings, engines, errors, impl, index, keyformat, hooks, keylib, models, query, store, txn,
+)
+from centidb import records as records_package
+from centidb.records import (
+    access, entries, fastpath, limits, record as records, savepoint, writing,
 )
 from centidb.store import admin, verify
 from centidb.cli import commands as cli_commands, common as cli_common, dump as cli_dump
@@ -46,7 +47,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            models, model, modelindex, fields, store, admin, hooks, verify, catalog, metarecords, collection,
            collinfo,
            index, query, access, entries, writing,
-           savepoint, limits, records, fastpath, txn,
+           savepoint, limits, records_package, records, fastpath, txn,
            impl, checksums, compressors,
            engines, *ENGINE_MODULES, encodings, dumpformat, dumpfile, keylib, keyformat, errors, batches]
 
@@ -144,7 +145,7 @@ def test_the_walk_finds_the_api():
                      'centidb.engines.base.EngineTransaction.state',  # a property
                      'centidb.engines.lmdb.LmdbEngine.__init__',
                      'centidb.engines.get_engine_class',
-                     'centidb.keylib.packs', 'centidb.records.index_entries',
+                     'centidb.keylib.packs', 'centidb.records.record.index_entries',
                      'centidb.batches.decode_batch', 'centidb.errors.CorruptKeyError',
                      'centidb.keyformat.Desc.__init__'):
         assert expected in names

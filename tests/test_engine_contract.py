@@ -383,7 +383,7 @@ def test_get_many(engine):
 
 
 def test_the_savepoint_forwards_get_many(engine):
-    from centidb.savepoint import Savepoint
+    from centidb.records.savepoint import Savepoint
     fill(engine, [(b'a', b'1')])
     with engine.begin(write=True) as txn:
         savepoint = Savepoint(txn)
@@ -510,7 +510,7 @@ def test_delete_range_checks_its_arguments_and_state(engine):
 
 
 def test_the_savepoint_rolls_back_a_range_delete(engine):
-    from centidb.savepoint import Savepoint
+    from centidb.records.savepoint import Savepoint
     fill(engine, [(b'a', b'1'), (b'b', b'2'), (b'c', b'3')])
     with engine.begin(write=True) as txn:
         savepoint = Savepoint(txn)

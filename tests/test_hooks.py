@@ -16,7 +16,8 @@ import threading
 import pytest
 
 import centidb
-from centidb import limits, records, writing
+from centidb.records import record as records
+from centidb.records import limits, writing
 from centidb import txn as txn_module
 from centidb.encodings import make_json_encoder
 

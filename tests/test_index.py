@@ -19,8 +19,8 @@ from centidb.errors import (
     UniqueError, UnknownIndexError,
 )
 from centidb.keyformat import KEY_SEP, TAG_BYTES, TAG_STR
-from centidb.access import FILL_CHUNK
-from centidb.entries import ASIDE
+from centidb.records.access import FILL_CHUNK
+from centidb.records.entries import ASIDE
 
 from stores import (
     ENGINE_NAMES, by_id, contents, engine_keys, fails_cleanly, list_store, open_store,

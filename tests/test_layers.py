@@ -34,12 +34,7 @@ LAYERS = [
     ['metarecords'],
     ['txn'],
     ['catalog', 'batches'],
-    ['fastpath'],
-    ['records'],
-    ['limits', 'entries'],
-    ['savepoint'],
-    ['writing'],
-    ['access'],
+    ['records'],                    # the record layer (a package)
     ['query'],
     ['index'],
     ['hooks', 'collinfo'],
@@ -53,7 +48,7 @@ LAYERS = [
 ]
 
 #: Packages ranked as a whole: their modules share the package's layer.
-PACKAGES = ['cli', 'models', 'store']
+PACKAGES = ['cli', 'models', 'records', 'store']
 
 
 def unit(module):

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Callable, ParamSpec, TypeVar
 
-from centidb import _speedups, collection, index, keylib, records
+from centidb import _speedups, collection, index, keylib
+from centidb.records import record as records
 from centidb.engines import fastcalls
 
 _T = TypeVar('_T')

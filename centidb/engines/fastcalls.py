@@ -3,7 +3,7 @@
 Every :class:`~centidb.engines.base.EngineTransaction` holds one as its
 attribute ``fast``, made by the base class with every call ``None``; an
 engine sets the calls it offers there while they are valid, and resets them
-to ``None`` when the transaction ends. :mod:`centidb.fastpath` and the
+to ``None`` when the transaction ends. :mod:`centidb.records.fastpath` and the
 record paths call them when they are there, and the checked methods when
 they are not. :class:`FastCallsLike` states the contract for type checkers;
 :class:`SeekCursor` is what ``seek_cursor`` offers.

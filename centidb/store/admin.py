@@ -33,7 +33,7 @@ from centidb.keylib import Key
 from centidb.metarecords import CollectionInfo
 from centidb.records import as_key
 from centidb.txn import Change, Transaction, TxnManager
-from centidb.entries import delete_prefix
+from centidb.records.entries import delete_prefix
 
 __all__ = ['OpenCollections', 'check_name', 'remove_record', 'stored_info']
 

@@ -19,7 +19,7 @@ from centidb.collection import Collection
 from centidb.engines import EngineTransaction
 from centidb.errors import CentiError, CorruptKeyError, StoreFormatError
 from centidb.keylib import Key
-from centidb.records import ENTRY_SEP, as_key, index_entries
+from centidb.records.record import ENTRY_SEP, as_key, index_entries
 
 __all__ = ['Problem', 'check_storage', 'check_metadata', 'check_collection', 'key_problem',
            'find_orphans']

@@ -1,4 +1,4 @@
-"""The record paths' use of an engine's unchecked calls (:mod:`centidb.fastpath`).
+"""The record paths' use of an engine's unchecked calls (:mod:`centidb.records.fastpath`).
 
 A record path uses each call an engine transaction offers (``fast.get``,
 ``fast.put_many``, ``fast.put``, ``fast.replace``, ``fast.delete``,

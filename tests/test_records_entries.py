@@ -1,4 +1,4 @@
-"""centidb.entries: finding, splitting, deleting and replacing index entries.
+"""centidb.records.entries: finding, splitting, deleting and replacing index entries.
 
 Checked on the in-memory engine: the functions take an engine transaction
 and an index's prefix and nothing else of the store.
@@ -8,12 +8,12 @@ import pytest
 
 from centidb import keylib
 from centidb.engines import MemoryEngine
-from centidb.entries import (
+from centidb.records.entries import (
     ASIDE, corrupt_entry_error, delete_prefix, delete_stale, first_entry, replace_entries,
     split_entries,
 )
 from centidb.errors import CorruptKeyError
-from centidb.records import ENTRY_SEP
+from centidb.records.record import ENTRY_SEP
 
 PREFIX = keylib.packs(9)
 

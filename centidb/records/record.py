@@ -12,9 +12,9 @@ of a plain value, or a ``put_many`` of plain values) and
 :class:`Record` and :func:`index_entries` have compiled twins in
 ``centidb._speedups``, chosen by :mod:`centidb.impl`; everything they use is
 passed to their constructors. The general cases are
-:class:`centidb.access.Records`.
+:class:`centidb.records.access.Records`.
 
-This layer calls engine transactions, through :mod:`centidb.fastpath`
+This layer calls engine transactions, through :mod:`centidb.records.fastpath`
 where it can (and reads the fields of the store transactions it is handed);
 never a layer above.
 """
@@ -27,7 +27,7 @@ from zlib import crc32
 
 from centidb import impl, keylib
 from centidb.engines import EngineTransaction
-from centidb.fastpath import (
+from centidb.records.fastpath import (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
 )
 from centidb.engines.base import Item

@@ -12,8 +12,8 @@ calls the before-write hooks before its first write, so a failure writes
 nothing. :class:`CollectionCalls` is what a collection's ``get()`` and
 ``put()`` read.
 
-This layer calls :mod:`centidb.writing`, :mod:`centidb.entries`,
-:mod:`centidb.records`, :mod:`centidb.savepoint`, :mod:`centidb.batches`
+This layer calls :mod:`centidb.records.writing`, :mod:`centidb.records.entries`,
+:mod:`centidb.records`, :mod:`centidb.records.savepoint`, :mod:`centidb.batches`
 (through the view it is given) and engine transactions; never a layer above.
 """
 
@@ -21,12 +21,14 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from centidb import checksums, fastpath, keylib, limits, records
+from centidb import checksums, keylib
+from centidb.records import record as records
+from centidb.records import fastpath, limits
 from centidb.batches import BATCH_FLAG, BatchView, PackerNotAllowed
 from centidb.encodings import Encoder, Packer
 from centidb.engines import EngineTransaction
 from centidb.engines.base import ItemIterator
-from centidb.entries import (
+from centidb.records.entries import (
     ASIDE, corrupt_entry_error, delete_prefix, delete_stale, first_entry, replace_entries,
 )
 from centidb.errors import (
@@ -34,11 +36,11 @@ from centidb.errors import (
     IndexNotAddedError, KeyKindMismatchError, UniqueError,
 )
 from centidb.keylib import Key
-from centidb.limits import check_value_size
-from centidb.records import ENTRY_SEP, IndexSpec, Record, as_key
-from centidb.savepoint import Savepoint
+from centidb.records.limits import check_value_size
+from centidb.records.record import ENTRY_SEP, IndexSpec, Record, as_key
+from centidb.records.savepoint import Savepoint
 from centidb.txn import Change, Transaction, TxnManager
-from centidb.writing import BoundIndex, KeySource, ReportingWriter, Writer
+from centidb.records.writing import BoundIndex, KeySource, ReportingWriter, Writer
 
 __all__ = ['CollectionCalls', 'Records', 'FILL_CHUNK']
 
@@ -65,9 +67,9 @@ class Records:
     :param plain_id: the id of the plain packer.
     :param packer_of: ``packer_of(id)`` returns a registered packer or
         raises :class:`~centidb.errors.UnknownEncoderError`.
-    :param keys: the collection's :class:`~centidb.writing.KeySource`.
+    :param keys: the collection's :class:`~centidb.records.writing.KeySource`.
     :param indexes: the indexes added in this session (each a
-        :class:`~centidb.writing.BoundIndex`), in the order added.
+        :class:`~centidb.records.writing.BoundIndex`), in the order added.
     :param unbound: the names of stored indexes not added in this session.
     :param view: the collection's :class:`~centidb.batches.BatchView`.
     :param batched: True if the collection holds batches.
@@ -77,7 +79,7 @@ class Records:
         None for a delete), after everything else that can fail.
     :param report: record a :class:`~centidb.txn.Change` on the store
         transaction for each record written or deleted (:attr:`writer` is
-        then a :class:`~centidb.writing.ReportingWriter`).
+        then a :class:`~centidb.records.writing.ReportingWriter`).
     :param checksum: True if the collection keeps checksums: every stored
         value ends with a CRC-32 trailer (see :mod:`centidb.checksums`),
         written by every write and checked by every read.
@@ -519,7 +521,7 @@ class Records:
 
         The common case is :meth:`~centidb.records.RecordWriter.write_many`,
         which makes everything before it writes; otherwise each record is
-        :meth:`put` in turn through a :class:`~centidb.savepoint.Savepoint`,
+        :meth:`put` in turn through a :class:`~centidb.records.savepoint.Savepoint`,
         rolled back if one raises.
 
         :param txn: the store transaction (for ``txn_key_func``).

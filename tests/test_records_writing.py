@@ -1,4 +1,4 @@
-"""The general write paths of a collection (:mod:`centidb.writing`), on every engine.
+"""The general write paths of a collection (:mod:`centidb.records.writing`), on every engine.
 
 The paths the common-case writer declines (a ``Record`` given back, another
 packer, ``txn_key_func``, a JSON encoder, a batched collection, a

@@ -3,7 +3,7 @@
 :class:`Writer` is the common-case writer a collection calls first, and a
 :class:`ReportingWriter` one that records its changes for commit hooks.
 :class:`KeySource` and :class:`BoundIndex` are what the collection hands
-its record paths (:class:`~centidb.access.Records`).
+its record paths (:class:`~centidb.records.access.Records`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Callable, Protocol
 
 from centidb.engines import EngineTransaction
 from centidb.keylib import Key
-from centidb.records import Record
+from centidb.records.record import Record
 from centidb.txn import Change, Transaction
 
 __all__ = ['BoundIndex', 'KeySource', 'Writer', 'ReportingWriter']
@@ -105,7 +105,7 @@ class ReportingWriter:
     While the store has :meth:`~centidb.store.Store.on_commit` hooks, the
     collection writes through this: each record :meth:`write` stores adds a
     :class:`~centidb.txn.Change` to the store transaction's ``changes``.
-    :meth:`write_many` only passes the call on; :meth:`~centidb.access.Records.put_many`
+    :meth:`write_many` only passes the call on; :meth:`~centidb.records.access.Records.put_many`
     records those changes, as it holds the store transaction.
 
     :param writer: the collection's :class:`~centidb.records.RecordWriter`.

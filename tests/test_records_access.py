@@ -1,4 +1,4 @@
-"""How a collection's records are read (:mod:`centidb.access`), on every engine.
+"""How a collection's records are read (:mod:`centidb.records.access`), on every engine.
 
 The read paths decode stored values, whatever packer wrote them, and name
 the record (collection and key) whose value cannot be decoded; they find

@@ -3,7 +3,7 @@
 An index entry is an engine key holding an index tuple and a record key
 (layout in ``docs/format.rst``); its value is empty. These functions take an
 engine transaction and an index's prefix; the record paths
-(:class:`~centidb.access.Records`) and :class:`~centidb.index.Index` call
+(:class:`~centidb.records.access.Records`) and :class:`~centidb.index.Index` call
 them.
 """
 
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from centidb import fastpath, keylib
+from centidb import keylib
+from centidb.records import fastpath
 from centidb.engines import EngineTransaction
 from centidb.errors import CorruptKeyError
 from centidb.keylib import Key
-from centidb.records import ENTRY_SEP
+from centidb.records.record import ENTRY_SEP
 
 __all__ = ['ASIDE', 'corrupt_entry_error', 'split_entries', 'first_entry', 'delete_stale',
            'replace_entries', 'delete_prefix']

@@ -14,7 +14,7 @@ and the sizes, and leaves the transaction as it was:
   stand-in for the engine transaction that holds its writes, and passes
   them on once :func:`check_commit` (for ``put()``, only its value check)
   has passed them.
-* :class:`~centidb.savepoint.Savepoint` counts what the general path of
+* :class:`~centidb.records.savepoint.Savepoint` counts what the general path of
   ``put_many()`` writes, with :func:`commit_too_large` for the error.
 
 The ``put_many()`` checks count the writes of that call only: what the
@@ -24,7 +24,7 @@ a commit can still be refused there, with nothing written either. On an
 engine without limits none of this runs: :func:`limited_writer` returns the
 writer as it is.
 
-This layer calls engine transactions and :func:`centidb.fastpath.put_many`;
+This layer calls engine transactions and :func:`centidb.records.fastpath.put_many`;
 never a layer above.
 """
 
@@ -32,7 +32,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from centidb import fastpath, keylib, records
+from centidb import keylib
+from centidb.records import record as records
+from centidb.records import fastpath
 from centidb.engines import Engine, EngineTransaction, WrapperTransaction
 from centidb.engines.base import Item
 from centidb.errors import CorruptKeyError, LimitExceededError
@@ -44,7 +46,7 @@ __all__ = ['LimitedWriter', 'limited_writer', 'check_value_size', 'check_commit'
 
 
 class _Writer(Protocol):
-    """What :class:`LimitedWriter` wraps (``centidb.writing.Writer``, seen from below)."""
+    """What :class:`LimitedWriter` wraps (``centidb.records.writing.Writer``, seen from below)."""
 
     @property
     def usable(self) -> bool: ...

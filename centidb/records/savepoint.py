@@ -3,9 +3,9 @@
 Engine transactions have no savepoints; a :class:`Savepoint` stands in for
 one around the general path of ``Collection.put_many``, so a record that
 fails undoes the writes of the records before it. On an engine with commit
-limits it also refuses writes past them (see :mod:`centidb.limits`).
+limits it also refuses writes past them (see :mod:`centidb.records.limits`).
 
-This layer calls engine transactions and :mod:`centidb.limits`; never a
+This layer calls engine transactions and :mod:`centidb.records.limits`; never a
 layer above.
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from centidb.engines import EngineTransaction, WrapperTransaction
 from centidb.engines.base import Item
-from centidb.limits import commit_too_large
+from centidb.records.limits import commit_too_large
 
 __all__ = ['Savepoint']
 

@@ -1,6 +1,6 @@
-"""Savepoints: writes through an engine transaction that can be rolled back (:mod:`centidb.savepoint`).
+"""Savepoints: writes through an engine transaction that can be rolled back (:mod:`centidb.records.savepoint`).
 
-A :class:`~centidb.savepoint.Savepoint` remembers the value each key held
+A :class:`~centidb.records.savepoint.Savepoint` remembers the value each key held
 before its first write through it, and :meth:`roll_back` puts those back;
 reads pass straight through; it offers none of the engine's unchecked calls;
 on an engine with commit limits it refuses a write past them before making
@@ -16,7 +16,7 @@ import centidb
 from centidb.encodings import make_json_encoder
 from centidb.engines import MemoryEngine, WrapperEngine
 from centidb.errors import LimitExceededError
-from centidb.savepoint import Savepoint
+from centidb.records.savepoint import Savepoint
 
 from engine_helpers import engine  # noqa: F401 - a fixture
 

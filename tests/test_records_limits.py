@@ -12,7 +12,7 @@ import re
 import pytest
 
 import centidb
-from centidb import limits
+from centidb.records import limits
 from centidb.engines import MemoryEngine, WrapperEngine
 from centidb.errors import LimitExceededError, UniqueError
 
