@@ -44,23 +44,28 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WORK = os.path.join(ROOT, '.mutants')
 
-#: module name -> (source file, test files; globs allowed). One line each.
+#: module name -> (source file, test files; globs allowed), its own test file first.
 MODULES = {
     'keylib': ('centidb/keylib.py', ['tests/test_keylib.py', 'tests/test_keylib*.py']),
     'batches': ('centidb/batches.py', ['tests/test_batches.py', 'tests/test_batches*.py']),
-    'records': ('centidb/records/record.py', ['tests/test_records_record.py', 'tests/test_collection*.py',
-                                       'tests/test_index.py', 'tests/test_store_verify.py']),
-    'access': ('centidb/records/access.py', ['tests/test_access.py', 'tests/test_records_record.py',
-                                     'tests/test_collection*.py', 'tests/test_index.py',
-                                     'tests/test_store_verify.py', 'tests/test_bulk.py',
-                                     'tests/test_unique.py', 'tests/test_hooks.py']),
-    'entries': ('centidb/records/entries.py', ['tests/test_entries.py', 'tests/test_index.py',
-                                       'tests/test_unique.py']),
-    'writing': ('centidb/records/writing.py', ['tests/test_writing.py', 'tests/test_records_record.py',
-                                       'tests/test_collection*.py', 'tests/test_bulk.py',
-                                       'tests/test_hooks.py']),
-    'savepoint': ('centidb/records/savepoint.py', ['tests/test_savepoint.py', 'tests/test_bulk.py']),
-    'fastpath': ('centidb/records/fastpath.py', ['tests/test_fastpath.py', 'tests/test_records_record.py']),
+    'records': ('centidb/records/record.py', [
+        'tests/test_records_record.py', 'tests/test_collection*.py', 'tests/test_index.py',
+        'tests/test_store_verify.py']),
+    'access': ('centidb/records/access.py', [
+        'tests/test_records_access.py', 'tests/test_records_record.py', 'tests/test_collection*.py',
+        'tests/test_index.py', 'tests/test_store_verify.py', 'tests/test_bulk.py',
+        'tests/test_unique.py', 'tests/test_hooks.py']),
+    'entries': ('centidb/records/entries.py', [
+        'tests/test_records_entries.py', 'tests/test_index.py', 'tests/test_unique.py']),
+    'writing': ('centidb/records/writing.py', [
+        'tests/test_records_writing.py', 'tests/test_records_record.py', 'tests/test_collection*.py',
+        'tests/test_bulk.py', 'tests/test_hooks.py']),
+    'savepoint': ('centidb/records/savepoint.py', [
+        'tests/test_records_savepoint.py', 'tests/test_bulk.py']),
+    'fastpath': ('centidb/records/fastpath.py', [
+        'tests/test_records_fastpath.py', 'tests/test_records_record.py']),
+    'limits': ('centidb/records/limits.py', [
+        'tests/test_records_limits.py', 'tests/test_bulk.py']),
 }
 
 # --- mutation operators ----------------------------------------------------------
