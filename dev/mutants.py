@@ -277,6 +277,8 @@ def main(argv=None):
     rel_source, patterns = MODULES[args.module]
     tests = []  # in table order: put the fastest, most telling tests first
     for pattern in patterns:
+        if not glob.has_magic(pattern) and not os.path.exists(os.path.join(ROOT, pattern)):
+            parser.error(f'{pattern} (a test file of {args.module}) does not exist')
         for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
             if os.path.relpath(path, ROOT) not in tests:
                 tests.append(os.path.relpath(path, ROOT))
