@@ -142,6 +142,20 @@ def test_a_write_past_the_engines_commit_limits_is_refused_before_it_is_made(lim
         assert txn.count() == 0
 
 
+
+def test_writes_that_reach_the_commit_limits_exactly_are_made():
+    engine = limited(max_txn_ops=4, max_txn_bytes=10)
+    with engine.begin(write=True) as txn:
+        savepoint = Savepoint(txn)
+        writes = savepoint.writes
+        savepoint._put_many([(b'a', b'1'), (b'b', b'2'), (b'c', b'3')])   # 3 keys, 6 bytes
+        assert savepoint.writes == writes + 3     # what iterators reading ahead compare
+        savepoint.put(b'd', b'123')                                         # 4 keys, 10 bytes
+        assert (len(savepoint.saved), savepoint.size) == (4, 10) and txn.get(b'd') == b'123'
+        with pytest.raises(LimitExceededError, match='^the savepoint writes at least'):
+            savepoint.put(b'a', b'')                                        # 11 bytes
+        txn.abort()
+
 def test_rewriting_the_same_keys_does_not_count_them_again():
     engine = limited(max_txn_ops=2)
     with engine.begin(write=True) as txn:

@@ -41,7 +41,7 @@ class Savepoint(WrapperTransaction):
     :param what: what writes through it, for that message.
     """
 
-    def __init__(self, etxn: EngineTransaction, what: str = 'these writes') -> None:
+    def __init__(self, etxn: EngineTransaction, what: str = 'the savepoint') -> None:
         super().__init__(etxn.engine, etxn)  # type: ignore[arg-type]  # any engine will do
         self.what = what
         # Engine key -> value before the first write, or None.
