@@ -44,3 +44,18 @@ def fill(engine, pairs):
     with engine.begin(write=True) as txn:
         for key, value in pairs:
             txn.put(key, value)
+
+
+#: The (pkg, n) pairs :func:`events` stores.
+EVENTS = [('libc6', 1), ('libc6', 2), ('libc6-dev', 1), ('libc6-dev', 2),
+          ('libc6-dev', 3), ('libc', 9), ('zlib', 1)]
+
+
+def events(store):
+    """A collection 'events' of EVENTS, keyed (pkg, n), with indexes 'pkg' and 'pkg_n'."""
+    coll = store.collection('events', key_func=lambda r: (r['pkg'], r['n']))
+    coll.add_index('pkg', lambda r: r['pkg'])
+    coll.add_index('pkg_n', lambda r: (r['pkg'], r['n']))
+    for pkg, n in EVENTS:
+        coll.put({'pkg': pkg, 'n': n})
+    return coll

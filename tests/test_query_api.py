@@ -12,17 +12,7 @@ from centidb.collection import Collection
 from centidb.index import Index
 from centidb.keylib import Desc
 
-EVENTS = [('libc6', 1), ('libc6', 2), ('libc6-dev', 1), ('libc6-dev', 2),
-          ('libc6-dev', 3), ('libc', 9), ('zlib', 1)]
-
-
-def events(store):
-    coll = store.collection('events', key_func=lambda r: (r['pkg'], r['n']))
-    coll.add_index('pkg', lambda r: r['pkg'])
-    coll.add_index('pkg_n', lambda r: (r['pkg'], r['n']))
-    for pkg, n in EVENTS:
-        coll.put({'pkg': pkg, 'n': n})
-    return coll
+from engine_helpers import EVENTS, events
 
 
 # --- prefix= matches whole elements; startswith= matches strings --------------
