@@ -360,8 +360,7 @@ cdef inline int check_prefix(object prefix) except -1:
 
 
 cdef bytes pack_entry(object value, bytes prefix, bytes tail):
-    """`value` (a tuple, or a bare element) packed as one key under `prefix`,
-    then `tail` (an index entry's separator and record key, or b'')."""
+    """Mirrors keylib.pack_entry (for the compiled record layer)."""
     cdef unsigned char stack[STACK_SIZE]
     cdef Buf b
     buf_init(&b, stack, STACK_SIZE)
@@ -778,6 +777,18 @@ def unpacks(data, prefix=b''):
                 f'data holds {nkeys} keys; use unpacks_list() to decode it')
         elements.append(read_element(&r))
     return tuple(elements)
+
+
+cdef tuple split_first(bytes data, bytes prefix):
+    """Mirrors keylib.split_first (for the compiled record layer)."""
+    cdef Reader r
+    cdef list elements = []
+    start_reader(&r, data, prefix)
+    while r.pos < r.n:
+        if r.s[r.pos] == KEY_SEP:
+            return tuple(elements), r.pos + 1
+        elements.append(read_element(&r))
+    return tuple(elements), 0
 
 
 @cython.binding(True)

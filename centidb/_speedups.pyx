@@ -56,13 +56,8 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *)
 
 #: The names this module provides, each the twin of the pure-Python name.
-TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'index_entries', 'Record',
-         'RecordWriter', 'RecordReader', 'msgpack_decoder', 'msgpack_encoder')
+TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'msgpack_decoder',
+         'msgpack_encoder')
 
 include "_keylib.pxi"
 include "_encodings.pxi"
-include "_engines.pxi"
-include "_fastpath.pxi"
-include "_records.pxi"
-include "_collection.pxi"
-include "_index.pxi"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 
-from centidb import batches, encodings, impl, keylib
+from centidb import batches, encodings, keylib
 from centidb.records.access import CollectionCalls, Records
 from centidb.batches import BatchView
 from centidb.catalog import Catalog
@@ -307,7 +307,7 @@ class Collection:
 
     # --- writing -------------------------------------------------------------
 
-    put = impl.choose(_collection_put)
+    put = _collection_put
 
     def _put_general(self, txn: Transaction, rec: Any, key: object, blind: bool,
                      packer: Encoder | None) -> Record:
@@ -355,7 +355,7 @@ class Collection:
 
     # --- reading -------------------------------------------------------------
 
-    get = impl.choose(_collection_get)
+    get = _collection_get
 
     def get_many(self, keys: Iterable[object], default: Any = None,
                  txn: Transaction | None = None) -> list[Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Final, Iterable, Iterator, Optional
 
-from centidb import impl, keylib
+from centidb import keylib
 from centidb.catalog import Catalog
 from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
@@ -237,7 +237,7 @@ class Index:
     def __contains__(self, tup: object) -> bool:
         return self.has(tup)
 
-    get = impl.choose(_index_get)
+    get = _index_get
 
     def get_many(self, tups: Iterable[object], default: Any = None, *, rec: bool = False,
                  txn: Transaction | None = None) -> list[Any]:

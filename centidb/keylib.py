@@ -36,7 +36,7 @@ from centidb.keyformat import (
     TAG_ZERO, Desc, Key,
 )
 
-__all__ = ['packs', 'unpacks', 'unpacks_list', 'split_first', 'decode_group', 'prefix_range',
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'pack_entry', 'split_first', 'decode_group', 'prefix_range',
            'past_elements', 'startswith_range', 'upper_bound',
            'after_key', 'next_prefix', 'count_groups', 'Desc', 'Key', 'IMPL']
 
@@ -238,6 +238,22 @@ def packs(key: object, prefix: bytes = b'') -> bytes:
 
 
 # --- decoding ----------------------------------------------------------------
+
+def pack_entry(key: object, prefix: bytes, tail: bytes) -> bytes:
+    """Return one key packed under `prefix`, followed by `tail`.
+
+    The record layer's form of :func:`packs`: `key` is a tuple (or
+    namedtuple) or one bare element, never a list of keys, and `tail` is an
+    index entry's separator and record key, or ``b''``.
+
+    :param key: the key tuple, or one element.
+    :param prefix: ``bytes`` to start with.
+    :param tail: ``bytes`` to end with.
+    :raises ~centidb.errors.UnsupportedKeyTypeError: as :func:`packs`.
+    :raises ~centidb.errors.KeyEncodingError: as :func:`packs`.
+    """
+    return packs(key if isinstance(key, tuple) else (key,), prefix) + tail
+
 
 def _corrupt(message: str, pos: int) -> CorruptKeyError:
     return CorruptKeyError(f'invalid key encoding: {message} at offset {pos}')
@@ -456,8 +472,8 @@ def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
     """Decode the first key of bytes made by :func:`packs` from a list of keys.
 
     An index entry's record key need not be decoded to be read: it is the
-    bytes past the separator. (Pure Python in both implementations; the
-    compiled record reader has its own.)
+    bytes past the separator. (The compiled record layer calls the key
+    codec's C function of this name.)
 
     :param data: the encoding (``bytes``).
     :param prefix: ``bytes`` that `data` must start with; they are skipped.

@@ -120,7 +120,7 @@ class Records:
             encoder.exact and not unbound and not batched and not self.unique
             and not before_write,       # before-write hooks: the general paths
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
-            limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record,
+            limit, self.old_entries, self.check_key_sizes,
             keys.kind == 'auto', plain_id, encoder.decode, checksum)
         self.writer = limits.limited_writer(self.writer, txns.engine, name, prefix)
         if report:
@@ -445,7 +445,7 @@ class Records:
         """
         self.check_writable()
         old_record = None
-        if type(rec) is records.Record or type(rec) is records.PYTHON.Record:
+        if type(rec) is records.Record:
             old_record = rec
             if key is None:
                 key = rec.key
@@ -694,13 +694,13 @@ class Records:
             done += 1
             if done == FILL_CHUNK:
                 # The scan survives writes made through its transaction.
-                fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+                fastpath.put_many(etxn, etxn.fast, [(entry, _EMPTY) for entry in chunk])
                 chunk = []
                 done = 0
                 if progress is not None:
                     progress(FILL_CHUNK)
         if chunk:
-            fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+            fastpath.put_many(etxn, etxn.fast, [(entry, _EMPTY) for entry in chunk])
         if done and progress is not None:
             progress(done)
 

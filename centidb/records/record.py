@@ -6,13 +6,14 @@ bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
 engine key per index entry (the index prefix, the packed index tuple,
 ``KEY_SEP``, the packed record key) with an empty value.
 
-Two twinned classes do the common cases fast: :class:`RecordWriter` (a put
-of a plain value, or a ``put_many`` of plain values) and
-:class:`RecordReader` (get by key or by index, and index scans). They,
-:class:`Record` and :func:`index_entries` have compiled twins in
-``centidb._speedups``, chosen by :mod:`centidb.impl`; everything they use is
-passed to their constructors. The general cases are
-:class:`centidb.records.access.Records`.
+Two classes do the common cases fast: :class:`RecordWriter` (a put of a
+plain value, or a ``put_many`` of plain values) and :class:`RecordReader`
+(get by key or by index, and index scans); everything they use is passed to
+their constructors. The general cases are
+:class:`centidb.records.access.Records`. This module is written once and,
+when centidb is built, compiled by Cython as it is (``record.pxd`` holds its
+types; :data:`centidb.impl.PURE_MODE`); compiled, it calls the key codec's
+compiled functions and the fast paths without a Python call.
 
 This layer calls engine transactions, through :mod:`centidb.records.fastpath`
 where it can (and reads the fields of the store transactions it is handed);
@@ -21,24 +22,37 @@ never a layer above.
 
 from __future__ import annotations
 
-import types
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
+from typing import Any, Callable, Iterator, Tuple
 from zlib import crc32
 
-from centidb import impl, keylib
+try:
+    import cython
+except ImportError:     # not built: the names below are the pure-Python ones
+    from centidb import _nocython as cython
+
+from centidb import keylib
+from centidb.checksums import intact
 from centidb.engines import EngineTransaction
 from centidb.records.fastpath import (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
 )
 from centidb.engines.base import Item
+from centidb.engines.fastcalls import FastCallsLike
 from centidb.errors import CentiError, CorruptKeyError
 from centidb.keyformat import KEY_SEP
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
+if not cython.compiled:
+    # Compiled, record.pxd cimports the key codec's own functions of these names.
+    from centidb.keylib import pack_entry, split_first
+
 __all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key', 'IndexSpec']
 
 ENTRY_SEP = bytes([KEY_SEP])
+_SEP = ENTRY_SEP    # the same, as a C variable once compiled
+# keylib.after_key's bound: ENTRY_SEP's successor.
+_AFTER_KEY_SEP = bytes([KEY_SEP + 1])
 # What a scan yields: records' values, (key, value) or keys; or, walking an
 # index's entries, the values or (index tuple, value) of the records they name.
 _VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS = 0, 1, 2, 3, 4
@@ -120,8 +134,26 @@ def seen(record: Record, key_bytes: bytes, etxn: Any = None) -> Record:
     """
     record._key_bytes = key_bytes
     if etxn is not None:
-        record._read_in = fast = etxn.fast
+        fast = etxn.fast
+        record._read_in = fast
         record._read_at = fast.writes
+    return record
+
+
+def new_record(coll: Any, data: Any, key: Key, stored: bytes, entries: list[bytes],
+               indexes: tuple[object, ...], key_bytes: bytes, fast: FastCallsLike) -> Record:
+    """``seen(Record(coll, data, key, stored, entries, indexes), key_bytes, etxn)``,
+    `fast` being etxn's ``fast``, made without calling the class."""
+    record = Record.__new__(Record)
+    record.coll = coll
+    record.data = data
+    record.key = key
+    record._stored = stored
+    record._entries = entries
+    record._indexes = indexes
+    record._key_bytes = key_bytes
+    record._read_in = fast
+    record._read_at = fast.writes
     return record
 
 
@@ -144,19 +176,24 @@ def index_entries(specs: tuple[IndexSpec, ...], data: Any, tail: bytes) -> list[
         :func:`~centidb.keylib.packs`.
     """
     entries: list[bytes] = []
-    packs = keylib.packs
     for func, prefix in specs:
         result = func(data)
         if result is None:
             continue
         if type(result) is list:
             for item in result:
-                entries.append(packs(item if isinstance(item, tuple) else (item,), prefix)
-                               + tail)
+                entries.append(pack_entry(item, prefix, tail))
         else:
-            entries.append(packs(result if isinstance(result, tuple) else (result,), prefix)
-                           + tail)
+            entries.append(pack_entry(result, prefix, tail))
     return entries
+
+
+def _any_longer(entries: list[bytes], limit: int) -> bool:
+    """True if an entry of `entries` is longer than `limit` bytes."""
+    for entry in entries:
+        if len(entry) > limit:
+            return True
+    return False
 
 
 def _past(last: bytes, lo: bytes | None, hi: bytes | None,
@@ -195,15 +232,12 @@ class RecordWriter:
         entries of a stored record.
     :param too_long: ``too_long(key, key bytes, entries)`` raises the
         ``ValueError`` for a key or entry longer than `limit`.
-    :param record_class: the pure-Python :class:`Record` class: a value of
-        this type, like one of the active :class:`Record`, is not the common
-        case.
     :param counted: True if the collection's keys come from its counter:
         :meth:`write` then declines (a given key must raise the counter),
         while :meth:`write_many` takes the counter's value from its caller.
     :param plain_id: the id of the plain packer, and `decode_plain` the
-        encoder's ``decode``: with them the compiled twin decodes an old
-        version inline (the pure version uses only `old_entries`).
+        encoder's ``decode``: with them an old version packed plainly is
+        decoded inline (others go to `old_entries`).
     :param decode_plain: see `plain_id`.
     :param checksum: end each stored value with its CRC-32 trailer (:mod:`centidb.checksums`).
     """
@@ -214,7 +248,7 @@ class RecordWriter:
                  key_func: Callable[[Any], Any] | None, specs: tuple[IndexSpec, ...],
                  indexes: tuple[object, ...], limit: int | None,
                  old_entries: Callable[[bytes, bytes], list[bytes]],
-                 too_long: Callable[[Key, bytes, list[bytes]], object], record_class: type,
+                 too_long: Callable[[Key, bytes, list[bytes]], object],
                  counted: bool = False, plain_id: int = -1,
                  decode_plain: Callable[[bytes], Any] | None = None,
                  checksum: bool = False) -> None:
@@ -232,11 +266,22 @@ class RecordWriter:
         self.limit = limit
         self.old_entries = old_entries
         self.too_long = too_long
-        self.record_class = record_class
         self.counted = counted
         self.plain_id = plain_id
         self.decode_plain = decode_plain
         self.checksum = checksum
+
+    def _old_entries(self, old: bytes, entry_tail: bytes) -> list[bytes]:
+        # old_entries(old, entry_tail), decoding a plain record inline.
+        trailer = 4 if self.checksum else 0
+        if (type(old) is bytes and len(old) > trailer and old[0] == self.plain_id
+                and self.decode_plain is not None and (not trailer or intact(old))):
+            try:
+                data = self.decode_plain(old[1:len(old) - trailer])
+            except Exception:
+                return self.old_entries(old, entry_tail)   # raises the right error
+            return index_entries(self.specs, data, entry_tail)
+        return self.old_entries(old, entry_tail)
 
     def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
         """Store `data` in the store transaction `txn`; return its Record.
@@ -258,8 +303,8 @@ class RecordWriter:
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
         if not self.usable or self.counted:
             return None
-        read: Any = None    # this module's Record, or the pure one in a twin
-        if type(data) is Record or type(data) is self.record_class:
+        read = None
+        if type(data) is Record:
             # A Record read from this collection knows its stored version's entries.
             read = data
             if read.coll is not self.coll or read._indexes is not self.indexes:
@@ -274,29 +319,31 @@ class RecordWriter:
             key = self.key_func(data)
         else:
             encoded = self.encode(data)
-        value = self.header + (encoded if self.compress is None else self.compress(encoded))
-        value += crc32(value).to_bytes(4, 'little') if self.checksum else _EMPTY
+        if self.compress is not None:
+            encoded = self.compress(encoded)
+        value = self.header + encoded
+        if self.checksum:
+            value += crc32(value).to_bytes(4, 'little')
         key = as_key(key)
-        key_bytes = keylib.packs(key, self.prefix)
+        key_bytes = pack_entry(key, self.prefix, _EMPTY)
         if self.specs:
-            entry_tail = ENTRY_SEP + key_bytes[len(self.prefix):]
+            entry_tail = _SEP + key_bytes[len(self.prefix):]
             entries = index_entries(self.specs, data, entry_tail)
         else:
             entry_tail, entries = _EMPTY, []
         limit = self.limit
-        if limit is not None and (len(key_bytes) > limit
-                                  or any(len(entry) > limit for entry in entries)):
+        if limit is not None and (len(key_bytes) > limit or _any_longer(entries, limit)):
             self.too_long(key, key_bytes, entries)
         old = None
         replaced = False    # the record is written already; old is what it replaced
+        fast = etxn.fast
         if not blind and self.indexes:
-            fast = etxn.fast
             if (read is not None and read._read_in is fast
                     and read._read_at == fast.writes and read._key_bytes == key_bytes):
                 old = read._stored      # nothing was written in etxn since it was read
             elif fast.replace is not None:
                 # Every user function has run: one lookup reads and writes.
-                old = replace_one(etxn, key_bytes, value)
+                old = replace_one(etxn, fast, key_bytes, value)
                 replaced = True
             else:
                 # Every key is within the engine's limit now: the unchecked getter is safe.
@@ -304,33 +351,36 @@ class RecordWriter:
                 old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
             if not replaced:
-                put_one(etxn, key_bytes, value)
-            return seen(Record(self.coll, data, key, value, entries, self.indexes),
-                        key_bytes, etxn)
+                put_one(etxn, fast, key_bytes, value)
+            return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes,
+                              fast)
         writes = [] if replaced else [(key_bytes, value)]
         if old is None:
-            writes += [(entry, _EMPTY) for entry in entries]
+            for entry in entries:
+                writes.append((entry, _EMPTY))
         else:
             if read is not None and read._key_bytes == key_bytes and read._stored == old:
                 old_entries = read._entries
             else:
                 try:
-                    old_entries = self.old_entries(old, entry_tail)
+                    old_entries = self._old_entries(old, entry_tail)
                 except BaseException:
                     if replaced:
-                        put_one(etxn, key_bytes, old)   # the old version back: nothing written
+                        put_one(etxn, fast, key_bytes, old)  # the old version back: nothing written
                     raise
             # Most records have a few entries: a list is then cheaper than a set.
             had = old_entries if len(old_entries) <= _FEW else set(old_entries)
             has = entries if len(entries) <= _FEW else set(entries)
             for entry in old_entries:
                 if entry not in has:
-                    delete_one(etxn, entry)
+                    delete_one(etxn, fast, entry)
             # Entries the old version has too are stored already.
-            writes += [(entry, _EMPTY) for entry in entries if entry not in had]
+            for entry in entries:
+                if entry not in had:
+                    writes.append((entry, _EMPTY))
         if writes:
-            put_many(etxn, writes)
-        return seen(Record(self.coll, data, key, value, entries, self.indexes), key_bytes, etxn)
+            put_many(etxn, fast, writes)
+        return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes, fast)
 
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
                    first_id: int | None) -> list[Key] | None:
@@ -358,14 +408,12 @@ class RecordWriter:
         """
         if not self.usable or (first_id is None and self.key_func is None):
             return None
-        record_class = self.record_class
         for data in datas:
-            if type(data) is Record or type(data) is record_class:
+            if type(data) is Record:
                 return None
         encode, compress, header = self.encode, self.compress, self.header
         checksum = self.checksum
         key_func, prefix, specs, limit = self.key_func, self.prefix, self.specs, self.limit
-        packs = keylib.packs
         start = len(prefix)
         reads = not blind and bool(self.indexes)
         writes: list[Item] = []
@@ -382,17 +430,20 @@ class RecordWriter:
             else:
                 key = (next_id,)
                 next_id += 1
-            value = header + (encoded if compress is None else compress(encoded))
-            value += crc32(value).to_bytes(4, 'little') if checksum else _EMPTY
-            key_bytes = packs(key, prefix)
-            entry_tail = ENTRY_SEP + key_bytes[start:]
+            if compress is not None:
+                encoded = compress(encoded)
+            value = header + encoded
+            if checksum:
+                value += crc32(value).to_bytes(4, 'little')
+            key_bytes = pack_entry(key, prefix, _EMPTY)
+            entry_tail = _SEP + key_bytes[start:]
             entries = index_entries(specs, data, entry_tail)
-            if limit is not None and (len(key_bytes) > limit
-                                      or any(len(entry) > limit for entry in entries)):
+            if limit is not None and (len(key_bytes) > limit or _any_longer(entries, limit)):
                 self.too_long(key, key_bytes, entries)
             keys.append(key)
             writes.append((key_bytes, value))
-            writes += [(entry, _EMPTY) for entry in entries]
+            for entry in entries:
+                writes.append((entry, _EMPTY))
             if reads:
                 counts.append(len(entries))
                 distinct.add(key_bytes)
@@ -447,7 +498,7 @@ class RecordWriter:
             else:
                 old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
             if old is not None:
-                old_entries = self.old_entries(old, ENTRY_SEP + key_bytes[start:])
+                old_entries = self._old_entries(old, _SEP + key_bytes[start:])
                 if old_entries:
                     keep = set(held)
                     stale += [entry for entry in old_entries if entry not in keep]
@@ -467,10 +518,9 @@ class RecordReader:
     :param txn_class: :class:`~centidb.txn.Transaction`.
     :param prefix: the collection's key prefix.
     :param plain_id: the id of the plain packer (no compression).
-    :param decode_plain: the encoder's ``decode``; with `plain_id`, the
-        compiled twin decodes plain records inline.
-    :param decode: ``decode(stored)`` for any stored value (the pure
-        version uses only this).
+    :param decode_plain: the encoder's ``decode``; with `plain_id`, plain
+        records are decoded inline.
+    :param decode: ``decode(stored)`` for any other stored value.
     :param limit: the engine's longest key, or None.
     :param batched: True if the collection holds batches.
     :param batch_get: ``batch_get(engine txn, key bytes)`` reads a record
@@ -492,7 +542,7 @@ class RecordReader:
         :class:`Record` a later ``put()`` updates without a second decode.
     :param specs: see `coll`.
     :param indexes: see `coll`.
-    :param checksum: the collection keeps checksums (the twin checks plain records inline).
+    :param checksum: the collection keeps checksums (plain records are checked inline).
     """
 
     def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
@@ -531,10 +581,11 @@ class RecordReader:
     def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         if self.batched:
             return self.batch_get(etxn, key_bytes)
-        fast_get = etxn.fast.get
-        if fast_get is None or (self.limit is not None and len(key_bytes) > self.limit):
+        fast = etxn.fast
+        getter = fast.get
+        if getter is None or (self.limit is not None and len(key_bytes) > self.limit):
             return etxn.get(key_bytes)
-        return fast_get(key_bytes)
+        return getter(key_bytes)
 
     def get(self, txn: Transaction, key: object, default: Any) -> Any:
         """Return the value stored under `key`, or `default`.
@@ -546,7 +597,7 @@ class RecordReader:
         :raises TypeError: if `txn` is not a transaction of this store.
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
         """
-        key_bytes = keylib.packs(as_key(key), self.prefix)
+        key_bytes = pack_entry(as_key(key), self.prefix, _EMPTY)
         stored = self._read(checked_engine_txn(self.txns, self.txn_class, txn, False),
                             key_bytes)
         if stored is None:
@@ -564,14 +615,15 @@ class RecordReader:
         :param default: returned when nothing is stored under `key`.
         """
         key = as_key(key)
-        key_bytes = keylib.packs(key, self.prefix)
+        key_bytes = pack_entry(key, self.prefix, _EMPTY)
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
         stored = self._read(etxn, key_bytes)
         if stored is None:
             return default
         data = self._decoded(key_bytes, stored)
-        entries = index_entries(self.specs, data, ENTRY_SEP + key_bytes[len(self.prefix):])
-        return seen(Record(self.coll, data, key, stored, entries, self.indexes), key_bytes, etxn)
+        entries = index_entries(self.specs, data, _SEP + key_bytes[len(self.prefix):])
+        return new_record(self.coll, data, key, stored, entries, self.indexes, key_bytes,
+                          etxn.fast)
 
     def _read(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
         stored = self._stored(etxn, key_bytes)
@@ -581,7 +633,13 @@ class RecordReader:
         return stored
 
     def _decoded(self, key_bytes: bytes, stored: bytes) -> Any:
+        # A plain record is decoded inline; with checksums, a damaged value
+        # goes to decode(), which raises the error.
+        trailer = 4 if self.checksum else 0
         try:
+            if (type(stored) is bytes and len(stored) > trailer and stored[0] == self.plain_id
+                    and (not trailer or intact(stored))):
+                return self.decode_plain(stored[1:len(stored) - trailer])
             return self.decode(stored)
         except CentiError:
             raise
@@ -692,7 +750,7 @@ class RecordReader:
         keys = []
         for entry, _ in chunk:
             try:
-                _, pos = keylib.split_first(entry, index_prefix)
+                _, pos = split_first(entry, index_prefix)
             except CorruptKeyError:
                 break
             if not pos:
@@ -703,7 +761,7 @@ class RecordReader:
     def _entry_output(self, etxn: EngineTransaction, entry: bytes, index_prefix: bytes,
                       index_name: str, what: int,
                       fetched: dict[bytes, bytes | None] | None) -> Any:
-        tup, pos = keylib.split_first(entry, index_prefix)
+        tup, pos = split_first(entry, index_prefix)
         if not pos:
             raise self.corrupt_entry(entry)
         key_bytes = self.prefix + entry[pos:]
@@ -751,9 +809,9 @@ class RecordReader:
         :raises ~centidb.errors.IndexInconsistentError: if the entry points
             at a missing record.
         """
-        packed = keylib.packs(as_key(x), index_prefix)
+        packed = pack_entry(as_key(x), index_prefix, _EMPTY)
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        entry = first_key(etxn, packed + ENTRY_SEP, keylib.after_key(packed))
+        entry = first_key(etxn, packed + _SEP, packed + _AFTER_KEY_SEP)
         if entry is None:
             return default
         key_bytes = self.prefix + entry[len(packed) + 1:]
@@ -784,17 +842,3 @@ class RecordReader:
         """
         return self._scan(etxn, lo, hi, reverse, _INDEX_ITEMS if items else _INDEX_VALUES,
                           index_prefix, index_name)
-
-
-#: The pure-Python versions, whichever implementation is active (for parity
-#: tests and the docs).
-PYTHON = types.SimpleNamespace(Record=Record, RecordWriter=RecordWriter,
-                               RecordReader=RecordReader, index_entries=index_entries)
-# A class twin is chosen at run time only: a type checker cannot rebind a
-# class name, so it sees the pure class, whose interface the twin's stub
-# (centidb/_speedups.pyi) repeats; tests/typing_twins.py checks they agree.
-if not TYPE_CHECKING:
-    Record = impl.choose(Record)
-    RecordWriter = impl.choose(RecordWriter)
-    RecordReader = impl.choose(RecordReader)
-index_entries = impl.choose(index_entries)

@@ -1,0 +1,6 @@
+# The key codec's C functions that the modules Cython compiles from their own
+# source (centidb.impl.PURE_MODE) cimport: each has a pure-Python function of
+# the same name in centidb/keylib.py, which those modules use uncompiled.
+
+cdef bytes pack_entry(object value, bytes prefix, bytes tail)
+cdef tuple split_first(bytes data, bytes prefix)
