@@ -6,7 +6,7 @@ from centidb.engines.fastcalls cimport FastCalls
 from centidb.records.fastpath cimport (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
 )
-from centidb._speedups cimport pack_entry, split_first
+from centidb._speedups cimport body_of, pack_entry, split_first
 
 cdef bytes _SEP, _AFTER_KEY_SEP, _EMPTY
 cdef int _VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS

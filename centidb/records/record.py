@@ -49,6 +49,11 @@ if not cython.compiled:
     from centidb.keylib import pack_entry, split_first
     from centidb.engines.fastcalls import FastCalls
 
+    def body_of(stored: bytes, trailer: int) -> bytes:
+        """The bytes of a stored value between its header byte and its
+        `trailer` bytes of checksum (its length is at least ``1 + trailer``)."""
+        return stored[1:len(stored) - trailer]
+
 __all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key', 'IndexSpec',
            'collection_get', 'collection_put', 'index_get']
 
@@ -282,7 +287,7 @@ class RecordWriter:
         body = old
         if len(body) > trailer and body[0] == self.plain_id and (not trailer or intact(body)):
             try:
-                data = self.decode_plain(body[1:len(body) - trailer])
+                data = self.decode_plain(body_of(body, trailer))
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
             return index_entries(self.specs, data, entry_tail)
@@ -646,7 +651,7 @@ class RecordReader:
                 body = stored
                 if (len(body) > trailer and body[0] == self.plain_id
                         and (not trailer or intact(body))):
-                    return self.decode_plain(body[1:len(body) - trailer])
+                    return self.decode_plain(body_of(body, trailer))
             return self.decode(stored)
         except CentiError:
             raise
