@@ -72,3 +72,13 @@ cdef bytes body_of(bytes stored, Py_ssize_t trailer):
     """Mirrors centidb.records.record.body_of."""
     return PyBytes_FromStringAndSize(PyBytes_AS_STRING(stored) + 1,
                                      PyBytes_GET_SIZE(stored) - 1 - trailer)
+
+
+cdef bytes rejoined(bytes head, bytes data, Py_ssize_t start):
+    """Mirrors centidb.records.record.rejoined."""
+    cdef Py_ssize_t h = PyBytes_GET_SIZE(head), n = PyBytes_GET_SIZE(data) - start
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, h + n)
+    cdef char *p = PyBytes_AS_STRING(out)
+    memcpy(p, PyBytes_AS_STRING(head), h)
+    memcpy(p + h, PyBytes_AS_STRING(data) + start, n)
+    return out

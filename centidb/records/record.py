@@ -46,8 +46,12 @@ from centidb.txn import Transaction, TxnManager
 if not cython.compiled:
     # Compiled, record.pxd cimports the key codec's own functions of these
     # names, and the class FastCalls.
-    from centidb.keylib import pack_entry, split_first
+    from centidb.keylib import first_key_end, pack_entry, split_first
     from centidb.engines.fastcalls import FastCalls
+
+    def rejoined(head: bytes, data: bytes, start: int) -> bytes:
+        """`head` followed by the bytes of `data` from `start` on."""
+        return head + data[start:]
 
     def body_of(stored: bytes, trailer: int) -> bytes:
         """The bytes of a stored value between its header byte and its
@@ -337,7 +341,7 @@ class RecordWriter:
         key = as_key(key)
         key_bytes = pack_entry(key, self.prefix, _EMPTY)
         if self.specs:
-            entry_tail = _SEP + key_bytes[len(self.prefix):]
+            entry_tail = rejoined(_SEP, key_bytes, len(self.prefix))
             entries = index_entries(self.specs, data, entry_tail)
         else:
             entry_tail, entries = _EMPTY, []
@@ -446,7 +450,7 @@ class RecordWriter:
             if checksum:
                 value += crc32(value).to_bytes(4, 'little')
             key_bytes = pack_entry(key, prefix, _EMPTY)
-            entry_tail = _SEP + key_bytes[start:]
+            entry_tail = rejoined(_SEP, key_bytes, start)
             entries = index_entries(specs, data, entry_tail)
             if limit is not None and (len(key_bytes) > limit or _any_longer(entries, limit)):
                 self.too_long(key, key_bytes, entries)
@@ -508,7 +512,7 @@ class RecordWriter:
             else:
                 old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
             if old is not None:
-                old_entries = self._old_entries(old, _SEP + key_bytes[start:])
+                old_entries = self._old_entries(old, rejoined(_SEP, key_bytes, start))
                 if old_entries:
                     keep = set(held)
                     stale += [entry for entry in old_entries if entry not in keep]
@@ -631,7 +635,7 @@ class RecordReader:
         if stored is None:
             return default
         data = self._decoded(key_bytes, stored)
-        entries = index_entries(self.specs, data, _SEP + key_bytes[len(self.prefix):])
+        entries = index_entries(self.specs, data, rejoined(_SEP, key_bytes, len(self.prefix)))
         return new_record(self.coll, data, key, stored, entries, self.indexes, key_bytes,
                           etxn.fast)
 
@@ -764,21 +768,24 @@ class RecordReader:
         keys = []
         for entry, _ in chunk:
             try:
-                _, pos = split_first(entry, index_prefix)
+                pos = first_key_end(entry, index_prefix)
             except CorruptKeyError:
                 break
             if not pos:
                 break
-            keys.append(self.prefix + entry[pos:])
+            keys.append(rejoined(self.prefix, entry, pos))
         return dict(zip(keys, etxn.get_many(keys)))
 
     def _entry_output(self, etxn: EngineTransaction, entry: bytes, index_prefix: bytes,
                       index_name: str, what: int,
                       fetched: dict[bytes, bytes | None] | None) -> Any:
-        tup, pos = split_first(entry, index_prefix)
+        if what == _INDEX_ITEMS:
+            tup, pos = split_first(entry, index_prefix)
+        else:
+            tup, pos = None, first_key_end(entry, index_prefix)
         if not pos:
             raise self.corrupt_entry(entry)
-        key_bytes = self.prefix + entry[pos:]
+        key_bytes = rejoined(self.prefix, entry, pos)
         if fetched is not None and key_bytes in fetched and not self.batched:
             stored = fetched[key_bytes]
         else:
@@ -828,7 +835,7 @@ class RecordReader:
         entry = first_key(etxn, packed + _SEP, packed + _AFTER_KEY_SEP)
         if entry is None:
             return default
-        key_bytes = self.prefix + entry[len(packed) + 1:]
+        key_bytes = rejoined(self.prefix, entry, len(packed) + 1)
         stored = self._stored(etxn, key_bytes)
         if stored is None and not self.batched:
             stored = self.batch_get(etxn, key_bytes)
