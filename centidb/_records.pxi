@@ -26,9 +26,7 @@ cdef list entries_of(tuple specs, data, bytes tail):
 
 
 cdef inline object encode_value(encode, data):
-    """encode(data), without a Python call for the msgpack encoder's twin."""
-    if type(encode) is MsgpackEncode:
-        return (<MsgpackEncode>encode).run(data)
+    """encode(data)."""
     return encode(data)
 
 
@@ -168,10 +166,9 @@ cdef class RecordWriter:
         cdef Py_ssize_t trailer = 4 if self.checksum else 0
         if (type(old) is bytes and PyBytes_GET_SIZE(old) > trailer
                 and <unsigned char>PyBytes_AS_STRING(old)[0] == self.plain_id
-                and type(self.decode_plain) is MsgpackDecode
                 and (not trailer or intact(<bytes>old))):
             try:
-                data = (<MsgpackDecode>self.decode_plain).run(PyBytes_FromStringAndSize(
+                data = self.decode_plain(PyBytes_FromStringAndSize(
                     PyBytes_AS_STRING(old) + 1, PyBytes_GET_SIZE(old) - 1 - trailer))
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
@@ -464,8 +461,6 @@ cdef class RecordReader:
                     # The tail, copied without a slice object.
                     tail = PyBytes_FromStringAndSize(PyBytes_AS_STRING(stored) + 1,
                                                      PyBytes_GET_SIZE(stored) - 1 - trailer)
-                    if type(self.decode_plain) is MsgpackDecode:
-                        return (<MsgpackDecode>self.decode_plain).run(tail)
                     return self.decode_plain(tail)
             elif not trailer and stored[0] == self.plain_id:
                 return self.decode_plain(stored[1:])

@@ -3,7 +3,8 @@
 
 * ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, ``count_groups``, mirroring
   ``centidb/keylib.py``;
-* ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
+* ``_kernel.pxi``: the kernel, functions that take data and return data:
+  ``may_nest_deeper`` (of ``centidb/msgpackcodec.py``);
 * ``_engines.pxi``: ``FastCalls``, which every engine transaction holds as
   ``fast``, mirroring ``centidb/engines/fastcalls.py``;
 * ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
@@ -25,7 +26,6 @@ with ``centidb.keyformat``.
 """
 
 import datetime as _dt
-import threading as _threading
 import uuid as _uuid
 from zlib import crc32 as _crc32
 
@@ -42,7 +42,6 @@ from cpython.long cimport (
 )
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport frexp, ldexp, isnan, isinf, signbit, floor
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
@@ -57,10 +56,10 @@ cdef extern from "Python.h":
 
 #: The names this module provides, each the twin of the pure-Python name.
 TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'index_entries', 'Record',
-         'RecordWriter', 'RecordReader', 'msgpack_decoder', 'msgpack_encoder')
+         'RecordWriter', 'RecordReader', 'may_nest_deeper')
 
 include "_keylib.pxi"
-include "_encodings.pxi"
+include "_kernel.pxi"
 include "_engines.pxi"
 include "_fastpath.pxi"
 include "_records.pxi"
