@@ -180,14 +180,31 @@ class MsgpackEncode:
 def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes], Any],
                     max_depth: int = 0,
                     too_deep: Callable[[], Exception] | None = None) -> MsgpackDecode:
-    """Return the msgpack encoder's ``decode``: a :class:`MsgpackDecode` of these arguments."""
+    """Return the msgpack encoder's ``decode``: a :class:`MsgpackDecode`.
+
+    :param unpackb: ``msgpack.unpackb``.
+    :param ext_hook: decodes centidb's extension types.
+    :param max_depth: if above 0, the most levels of lists, tuples and dicts
+        a value may nest.
+    :param too_deep: ``too_deep()`` returns the exception for a deeper value.
+    :returns: ``decode(data) -> value``.
+    """
     return MsgpackDecode(unpackb, ext_hook, max_depth, too_deep)
 
 
 def msgpack_encoder(make_packer: Callable[[], Any],
                     pack_surrogates: Callable[[Any], bytes], max_depth: int,
                     too_deep: Callable[[], Exception]) -> MsgpackEncode:
-    """Return the msgpack encoder's ``encode``: a :class:`MsgpackEncode` of these arguments."""
+    """Return the msgpack encoder's ``encode``: a :class:`MsgpackEncode`.
+
+    :param make_packer: makes a ``msgpack.Packer`` with centidb's options.
+    :param pack_surrogates: packs a value holding a ``str`` with a lone
+        surrogate.
+    :param max_depth: the most levels of lists, tuples and dicts a value
+        may nest.
+    :param too_deep: ``too_deep()`` returns the exception for a deeper value.
+    :returns: ``encode(value) -> bytes``.
+    """
     return MsgpackEncode(make_packer, pack_surrogates, max_depth, too_deep)
 
 
