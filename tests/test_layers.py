@@ -23,7 +23,7 @@ LAYERS = [
     ['errors', 'keyformat', 'checksums'],
     ['_speedups'],
     ['impl'],
-    ['keylib', 'compressors'],
+    ['keylib', 'compressors', 'msgpackcodec'],
     ['encodings', 'dumpformat'],
     ['dumpfile'],
     ['engines.fastcalls'],

@@ -6,6 +6,7 @@ from centidb.engines.fastcalls cimport FastCalls
 from centidb.records.fastpath cimport (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
 )
+from centidb.msgpackcodec cimport MsgpackDecode, MsgpackEncode
 from centidb._speedups cimport body_of, first_key_end, pack_entry, rejoined, split_first
 
 cdef bytes _SEP, _AFTER_KEY_SEP, _EMPTY
@@ -97,3 +98,8 @@ cdef object _reader_index_get(RecordReader reader, txn, bytes index_prefix, inde
                               default)
 cdef object _writer_write(writer, txn, data, key, blind)
 cdef object _bare_write(RecordWriter writer, txn, data, key, blind)
+
+@cython.locals(msgpack_encode=MsgpackEncode)
+cdef object _encoded(encode, data)
+@cython.locals(msgpack_decode=MsgpackDecode)
+cdef object _decoded_body(decode, bytes body)

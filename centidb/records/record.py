@@ -48,6 +48,7 @@ if not cython.compiled:
     # names, and the class FastCalls.
     from centidb.keylib import first_key_end, pack_entry, split_first
     from centidb.engines.fastcalls import FastCalls
+    from centidb.msgpackcodec import MsgpackDecode, MsgpackEncode
 
     def rejoined(head: bytes, data: bytes, start: int) -> bytes:
         """`head` followed by the bytes of `data` from `start` on."""
@@ -200,6 +201,22 @@ def index_entries(specs: tuple[IndexSpec, ...], data: Any, tail: bytes) -> list[
     return entries
 
 
+def _encoded(encode: Callable[[Any], bytes], data: Any) -> bytes:
+    """``encode(data)``; compiled, msgpack's encoder is called in C."""
+    if type(encode) is MsgpackEncode:
+        msgpack_encode = encode
+        return msgpack_encode.run(data)
+    return encode(data)
+
+
+def _decoded_body(decode: Callable[[bytes], Any], body: bytes) -> Any:
+    """``decode(body)``; compiled, msgpack's decoder is called in C."""
+    if type(decode) is MsgpackDecode:
+        msgpack_decode = decode
+        return msgpack_decode.run(body)
+    return decode(body)
+
+
 def _any_longer(entries: list[bytes], limit: int) -> bool:
     """True if an entry of `entries` is longer than `limit` bytes."""
     for entry in entries:
@@ -291,7 +308,7 @@ class RecordWriter:
         body = old
         if len(body) > trailer and body[0] == self.plain_id and (not trailer or intact(body)):
             try:
-                data = self.decode_plain(body_of(body, trailer))
+                data = _decoded_body(self.decode_plain, body_of(body, trailer))
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
             return index_entries(self.specs, data, entry_tail)
@@ -329,10 +346,10 @@ class RecordWriter:
         if key is None:
             if self.key_func is None:
                 return None
-            encoded = self.encode(data)
+            encoded = _encoded(self.encode, data)
             key = self.key_func(data)
         else:
-            encoded = self.encode(data)
+            encoded = _encoded(self.encode, data)
         if self.compress is not None:
             encoded = self.compress(encoded)
         value = self.header + encoded
@@ -438,7 +455,7 @@ class RecordWriter:
         lo = hi = _EMPTY
         next_id = first_id
         for data in datas:
-            encoded = encode(data)
+            encoded = _encoded(encode, data)
             if next_id is None:
                 key = as_key(key_func(data))  # type: ignore[misc]  # checked above: not None
             else:
@@ -655,7 +672,7 @@ class RecordReader:
                 body = stored
                 if (len(body) > trailer and body[0] == self.plain_id
                         and (not trailer or intact(body))):
-                    return self.decode_plain(body_of(body, trailer))
+                    return _decoded_body(self.decode_plain, body_of(body, trailer))
             return self.decode(stored)
         except CentiError:
             raise
