@@ -7,7 +7,7 @@ from cpython.bytes cimport PyBytes_CheckExact
 
 
 @cython.binding(True)
-def may_nest_deeper(data, Py_ssize_t max_depth):
+cpdef bint may_nest_deeper(data, Py_ssize_t max_depth) except -1:
     """centidb.msgpackcodec.may_nest_deeper: the bytes of `data` that can open a
     container, counted eight at a time by their high bit first (every such
     byte has it set; most records stop there), exactly only if that passes.

@@ -18,6 +18,11 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
+try:
+    import cython
+except ImportError:     # not built: the names below are the pure-Python ones
+    from centidb import _nocython as cython
+
 from centidb import impl
 
 __all__ = ['MsgpackDecode', 'MsgpackEncode', 'msgpack_decoder', 'msgpack_encoder',
@@ -41,15 +46,25 @@ def check_nested(container: Any, room: int, too_deep: Callable[[], Exception]) -
     if isinstance(container, dict):
         if (len(container) <= 16 or _holds_container(container.keys())
                 or _holds_container(container.values())):
-            for key, item in container.items():
-                if isinstance(key, (list, tuple, dict)):
-                    check_nested(key, room - 1, too_deep)
-                if isinstance(item, (list, tuple, dict)):
-                    check_nested(item, room - 1, too_deep)
+            if type(container) is dict:
+                mapping = container     # compiled: walked in place
+                for key, item in mapping.items():
+                    _check_pair(key, item, room, too_deep)
+            else:
+                for key, item in container.items():
+                    _check_pair(key, item, room, too_deep)
     elif len(container) <= 16 or _holds_container(container):
         for item in container:
             if isinstance(item, (list, tuple, dict)):
                 check_nested(item, room - 1, too_deep)
+
+
+def _check_pair(key: Any, item: Any, room: int, too_deep: Callable[[], Exception]) -> None:
+    """:func:`check_nested` for one key and value of a dict at level `room`."""
+    if isinstance(key, (list, tuple, dict)):
+        check_nested(key, room - 1, too_deep)
+    if isinstance(item, (list, tuple, dict)):
+        check_nested(item, room - 1, too_deep)
 
 
 def _holds_container(items: Any) -> bool:
@@ -114,7 +129,7 @@ class MsgpackDecode:
             except UnicodeDecodeError as exc:
                 raise ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}') from None
         if (self.max_depth > 0 and isinstance(value, (list, tuple, dict))
-                and may_nest_deeper(data, self.max_depth)):
+                and _nests_deeper(data, self.max_depth)):
             check_nested(value, self.max_depth, self.too_deep)  # type: ignore[arg-type]
         return value
 
@@ -143,7 +158,6 @@ class MsgpackEncode:
         self.make_packer, self.pack_surrogates = make_packer, pack_surrogates
         self.max_depth, self.too_deep = max_depth, too_deep
         self.local = threading.local()
-        self.get_ident = threading.get_ident
         self.last: tuple[int, Callable[[Any], bytes]] = (-1, pack_surrogates)
 
     def run(self, value: Any) -> bytes:
@@ -156,7 +170,7 @@ class MsgpackEncode:
         """
         if isinstance(value, (list, tuple, dict)):
             check_nested(value, self.max_depth, self.too_deep)
-        thread = self.get_ident()
+        thread = _thread_id()
         last = self.last
         if last[0] == thread:
             pack = last[1]
@@ -211,3 +225,7 @@ def msgpack_encoder(make_packer: Callable[[], Any],
 #: :func:`may_nest_deeper` in Python, whichever is active (for the kernel's tests).
 _python_may_nest_deeper = may_nest_deeper
 may_nest_deeper = impl.choose(may_nest_deeper)
+if not cython.compiled:
+    # Compiled, msgpackcodec.pxd cimports the C functions of these names.
+    _nests_deeper = may_nest_deeper
+    _thread_id = threading.get_ident
