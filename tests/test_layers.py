@@ -20,7 +20,7 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 #: Lowest first; modules on one line share a layer and may not import each other.
 LAYERS = [
-    ['errors', 'keyformat', 'checksums'],
+    ['errors', 'keyformat', 'checksums', '_nocython'],
     ['_speedups'],
     ['impl'],
     ['keylib', 'compressors'],
