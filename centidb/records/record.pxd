@@ -91,3 +91,9 @@ cdef class RecordReader:
 
 @cython.locals(entry=bytes)
 cdef bint _any_longer(list entries, Py_ssize_t limit) except -1
+
+cdef object _reader_get(RecordReader reader, txn, key, default, bint rec)
+cdef object _reader_index_get(RecordReader reader, txn, bytes index_prefix, index_name, x,
+                              default)
+cdef object _writer_write(writer, txn, data, key, blind)
+cdef object _bare_write(RecordWriter writer, txn, data, key, blind)
