@@ -116,10 +116,11 @@ def _public_members(prefix, cls):
         attr = vars(owner)[name]
         if isinstance(attr, _DOCUMENTABLE):
             attr = attr.fget if isinstance(attr, property) else attr.__func__
-        if not inspect.isfunction(attr):
-            # A compiled twin (``get = impl.choose(_collection_get)``): check
-            # the pure function of its name, in the module of the class.
-            attr = vars(sys.modules[owner.__module__]).get(getattr(attr, '__name__', ''), attr)
+        module = getattr(attr, '__module__', None)
+        if not inspect.isfunction(attr) and module in impl.PURE_MODE:
+            # A function of a compiled module (``get = collection_get``):
+            # check its source version.
+            attr = getattr(impl.source_version(module), attr.__name__)
         if not inspect.isfunction(attr):
             continue    # data attributes are documented with ``#:`` comments
         yield f'{prefix}.{name}', attr, cls
@@ -149,6 +150,8 @@ def test_the_walk_finds_the_api():
     names = {name for name, _, _ in PUBLIC}
     for expected in ('centidb.store.open', 'centidb.store.Store.collection',
                      'centidb.collection.Collection.put',
+                     'centidb.collection.Collection.get',       # compiled when built
+                     'centidb.index.Index.get',
                      'centidb.collection.Collection.find',      # inherited
                      'centidb.engines.base.EngineTransaction.state',  # a property
                      'centidb.engines.lmdb.LmdbEngine.__init__',
