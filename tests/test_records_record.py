@@ -173,8 +173,9 @@ def _oracle_read(txn, coll, op):
         found = _read(txn, coll, keylib.packs(records.as_key(args), coll.prefix))
         return 'missing' if found is None else found
     if kind == 'index':
-        first = next(_entries_read(txn, coll, index.pairs(prefix=records.as_key(args), max=1,
-                                                          txn=txn)), None)
+        tup = records.as_key(args)
+        exact = (pair for pair in index.pairs(prefix=tup, txn=txn) if len(pair[0]) == len(tup))
+        first = next(_entries_read(txn, coll, exact), None)
         return 'missing' if first is None else first[1]
     assert kind == 'scan'
     return (list(_entries_read(txn, coll, index.pairs(txn=txn))),
