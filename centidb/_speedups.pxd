@@ -4,3 +4,4 @@
 
 cdef bytes pack_entry(object value, bytes prefix, bytes tail)
 cdef tuple split_first(bytes data, bytes prefix)
+cdef bytes body_of(bytes stored, Py_ssize_t trailer)

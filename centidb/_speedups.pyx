@@ -61,3 +61,14 @@ TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'msgpack_decoder',
 
 include "_keylib.pxi"
 include "_encodings.pxi"
+
+
+# --- the record layer's kernel -------------------------------------------------
+# Functions of bytes that pure Python cannot write without a slice object;
+# centidb/records/record.py cimports them (_speedups.pxd) and holds their
+# pure-Python reference.
+
+cdef bytes body_of(bytes stored, Py_ssize_t trailer):
+    """Mirrors centidb.records.record.body_of."""
+    return PyBytes_FromStringAndSize(PyBytes_AS_STRING(stored) + 1,
+                                     PyBytes_GET_SIZE(stored) - 1 - trailer)

@@ -14,10 +14,19 @@ This layer calls engine transactions only; never a layer above.
 
 from __future__ import annotations
 
+try:
+    import cython
+except ImportError:     # not built: the names below are the pure-Python ones
+    from centidb import _nocython as cython
+
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item
 from centidb.engines.fastcalls import FastCallsLike
-from centidb.txn import Transaction, TxnManager
+from centidb.txn import TxnManager
+
+if not cython.compiled:
+    # Compiled, fastpath.pxd cimports the class, to read its fields directly.
+    from centidb.txn import Transaction
 
 
 __all__ = ['checked_engine_txn', 'put_many', 'put_one', 'replace_one', 'delete_one',
@@ -38,10 +47,12 @@ def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Tran
     :raises ~centidb.errors.TransactionError: if it has ended, or is
         read-only and `write` is true.
     """
-    if type(txn) is txn_class and txn.manager is txns and (not write or txn.write):
-        etxn = txn.engine_txn
-        if etxn is not None:
-            return etxn
+    if type(txn) is txn_class:
+        checked: Transaction = txn
+        if checked.manager is txns and (not write or checked.write):
+            etxn = checked.engine_txn
+            if etxn is not None:
+                return etxn
     return txns.engine_txn(txn, write)   # raises the right error
 
 

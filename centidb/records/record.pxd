@@ -6,7 +6,7 @@ from centidb.engines.fastcalls cimport FastCalls
 from centidb.records.fastpath cimport (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
 )
-from centidb._speedups cimport pack_entry, split_first
+from centidb._speedups cimport body_of, pack_entry, split_first
 
 cdef bytes _SEP, _AFTER_KEY_SEP, _EMPTY
 cdef int _VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS
@@ -43,7 +43,7 @@ cdef class RecordWriter:
     cdef readonly tuple specs, indexes
     cdef readonly int plain_id
 
-    @cython.locals(trailer=Py_ssize_t)
+    @cython.locals(trailer=Py_ssize_t, body=bytes)
     cdef list _old_entries(self, old, bytes entry_tail)
 
     @cython.locals(read=Record, fast=FastCalls, key_bytes=bytes, value=bytes,
@@ -78,7 +78,7 @@ cdef class RecordReader:
     @cython.locals(key_bytes=bytes)
     cpdef get_record(self, txn, key, default)
     cdef object _read(self, etxn, bytes key_bytes)
-    @cython.locals(trailer=Py_ssize_t)
+    @cython.locals(trailer=Py_ssize_t, body=bytes)
     cdef object _decoded(self, key_bytes, stored)
     @cython.locals(keys=list)
     cpdef dict _fetched(self, etxn, list chunk, bytes index_prefix)

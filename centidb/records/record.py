@@ -44,8 +44,15 @@ from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
 if not cython.compiled:
-    # Compiled, record.pxd cimports the key codec's own functions of these names.
+    # Compiled, record.pxd cimports the key codec's own functions of these
+    # names, and the class FastCalls.
     from centidb.keylib import pack_entry, split_first
+    from centidb.engines.fastcalls import FastCalls
+
+    def body_of(stored: bytes, trailer: int) -> bytes:
+        """The bytes of a stored value between its header byte and its
+        `trailer` bytes of checksum (its length is at least ``1 + trailer``)."""
+        return stored[1:len(stored) - trailer]
 
 __all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key', 'IndexSpec',
            'collection_get', 'collection_put', 'index_get']
@@ -275,10 +282,12 @@ class RecordWriter:
     def _old_entries(self, old: bytes, entry_tail: bytes) -> list[bytes]:
         # old_entries(old, entry_tail), decoding a plain record inline.
         trailer = 4 if self.checksum else 0
-        if (type(old) is bytes and len(old) > trailer and old[0] == self.plain_id
-                and self.decode_plain is not None and (not trailer or intact(old))):
+        if type(old) is not bytes or self.decode_plain is None:
+            return self.old_entries(old, entry_tail)
+        body = old
+        if len(body) > trailer and body[0] == self.plain_id and (not trailer or intact(body)):
             try:
-                data = self.decode_plain(old[1:len(old) - trailer])
+                data = self.decode_plain(body_of(body, trailer))
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
             return index_entries(self.specs, data, entry_tail)
@@ -638,9 +647,11 @@ class RecordReader:
         # goes to decode(), which raises the error.
         trailer = 4 if self.checksum else 0
         try:
-            if (type(stored) is bytes and len(stored) > trailer and stored[0] == self.plain_id
-                    and (not trailer or intact(stored))):
-                return self.decode_plain(stored[1:len(stored) - trailer])
+            if type(stored) is bytes:
+                body = stored
+                if (len(body) > trailer and body[0] == self.plain_id
+                        and (not trailer or intact(body))):
+                    return self.decode_plain(body_of(body, trailer))
             return self.decode(stored)
         except CentiError:
             raise
@@ -684,6 +695,8 @@ class RecordReader:
         """
         return self._scan(etxn, lo, hi, reverse, _KEYS)
 
+    @cython.locals(flag=cython.int, records=cython.bint, restart=cython.bint, fast=FastCalls,
+                   writes=cython.Py_ssize_t, chunk=list, key_bytes=bytes, stored=bytes)
     def _scan(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
               reverse: bool, what: int, index_prefix: bytes = b'',
               index_name: str = '') -> Iterator[Any]:
