@@ -307,7 +307,7 @@ def test_compiled_modules_carry_their_sources_docstrings_and_signatures(name):
         if source.__doc__ is None:
             assert compiled.__doc__ is None, qualified
         else:
-            assert (_without_signature(compiled.__doc__).strip()
+            assert (inspect.cleandoc(_without_signature(compiled.__doc__))
                     == inspect.cleandoc(source.__doc__)), qualified
         if not inspect.isclass(source):
             assert (list(inspect.signature(compiled).parameters)
