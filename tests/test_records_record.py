@@ -562,7 +562,6 @@ def test_write_many_hands_the_engine_every_pair_in_one_call(blind):
 
 
 def _store_with_index(name='c', **options):
-    import centidb
     store = centidb.open('LmdbEngine', path=options.pop('path')) if 'path' in options \
         else centidb.open('ListEngine')
     coll = store.collection(name, **options)
@@ -658,7 +657,6 @@ def test_put_many_takes_keys_and_entries_exactly_as_long_as_the_engine_allows(tm
 def test_put_many_reads_stored_records_only_when_its_key_range_holds_some(fast):
     """One seek over the range of the call's keys; stored versions are read
     (by the unchecked getter, else with one get_many) only if it finds one."""
-    import centidb
     engine = _counting_engine(fast)
     store = centidb.Store(engine)
     coll = store.collection('c', key_func=lambda rec: rec['k'])
