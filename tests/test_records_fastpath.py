@@ -313,3 +313,44 @@ def test_each_function_writes_what_the_checked_methods_would(tmp_path, offer):
             assert fastpath.first_key(etxn, lo, hi) == expected, (lo, hi)
     assert dict(engine.items()) == model
     engine.close()
+
+
+def test_checked_engine_txn_hands_back_an_open_transactions_engine_txn_at_once():
+    """The check is made inline: the store's TxnManager is asked (to raise
+    the right error) only for what is not an open transaction that fits."""
+    from unittest import mock
+
+    from centidb.records import fastpath
+    from centidb.txn import Transaction
+    store = centidb.open('ListEngine')
+    writer, reader = store.begin(write=True), None
+    try:
+        txns = writer.manager
+        with mock.patch.object(type(txns), 'engine_txn', side_effect=AssertionError('asked')):
+            for write in (True, False):
+                assert fastpath.checked_engine_txn(txns, Transaction, writer, write) \
+                    is writer.engine_txn
+        writer.abort()
+        reader = store.begin()
+        with mock.patch.object(type(txns), 'engine_txn', side_effect=AssertionError('asked')):
+            assert fastpath.checked_engine_txn(txns, Transaction, reader, False) \
+                is reader.engine_txn
+            for write, txn in ((True, reader), (False, writer), (False, 'txn')):
+                with pytest.raises(AssertionError, match='asked'):
+                    fastpath.checked_engine_txn(txns, Transaction, txn, write)
+    finally:
+        for txn in (writer, reader):
+            if txn is not None and txn.engine_txn is not None:
+                txn.abort()
+        store.close()
+
+
+def test_the_functions_annotations_resolve():
+    """typing.get_type_hints (autodoc's type hints) finds every name they use."""
+    import typing
+
+    from centidb import impl
+    source = impl.source_version('centidb.records.fastpath')
+    for name in source.__all__:
+        hints = typing.get_type_hints(getattr(source, name))
+        assert 'return' in hints, name
