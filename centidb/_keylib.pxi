@@ -791,6 +791,17 @@ cdef tuple split_first(bytes data, bytes prefix):
     return tuple(elements), 0
 
 
+cdef Py_ssize_t first_key_end(bytes data, bytes prefix) except -1:
+    """Mirrors keylib.first_key_end (for the compiled record layer)."""
+    cdef Reader r
+    start_reader(&r, data, prefix)
+    while r.pos < r.n:
+        if r.s[r.pos] == KEY_SEP:
+            return r.pos + 1
+        skip_element(&r)
+    return 0
+
+
 @cython.binding(True)
 def unpacks_list(data, prefix=b''):
     """Mirrors keylib.unpacks_list."""

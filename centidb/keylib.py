@@ -36,7 +36,7 @@ from centidb.keyformat import (
     TAG_ZERO, Desc, Key,
 )
 
-__all__ = ['packs', 'unpacks', 'unpacks_list', 'pack_entry', 'split_first', 'decode_group', 'prefix_range',
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'pack_entry', 'split_first', 'first_key_end', 'decode_group', 'prefix_range',
            'past_elements', 'startswith_range', 'upper_bound',
            'after_key', 'next_prefix', 'count_groups', 'Desc', 'Key', 'IMPL']
 
@@ -498,6 +498,20 @@ def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
             value, pos = _decode_element(data, pos)
         elements.append(value)
     return tuple(elements), 0
+
+
+def first_key_end(data: bytes, prefix: bytes = b'') -> int:
+    """The position just past the separator that ends the first key of `data`, or ``0``.
+
+    :func:`split_first`'s position, without the key. (The compiled record
+    layer calls the key codec's C function of this name, which checks the
+    key's elements without decoding them.)
+
+    :param data: the encoding (``bytes``).
+    :param prefix: ``bytes`` that `data` must start with.
+    :raises ~centidb.errors.CorruptKeyError: as :func:`split_first`.
+    """
+    return split_first(data, prefix)[1]
 
 
 def decode_group(data: bytes, prefix: bytes, size: int,

@@ -49,3 +49,36 @@ def test_the_sources_run_where_cython_cannot_be_imported():
     assert found['files'] == [True] * len(impl.PURE_MODE)
     assert found['cython'] == ['centidb._nocython']
     assert found['pack_entry'] is True and found['get'] == {'k': 1, 'tag': 'a'}
+
+
+def test_locals_returns_the_function_itself():
+    def scan(items):
+        return [item * 2 for item in items]
+    assert _nocython.locals(items=_nocython.Py_ssize_t, flag=_nocython.bint)(scan) is scan
+    assert scan([1, 2]) == [2, 4]
+
+
+def test_a_module_without_cython_imports_the_pure_names(monkeypatch):
+    """With ``import cython`` failing, record.py falls back to this module and
+    runs its pure-Python names."""
+    import builtins
+    import importlib.util
+    import os
+
+    from centidb.records import record
+    real_import = builtins.__import__
+
+    def no_cython(name, *args, **kwargs):
+        if name == 'cython':
+            raise ImportError('no Cython here')
+        return real_import(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, '__import__', no_cython)
+    path = os.path.join(os.path.dirname(_nocython.__file__), 'records', 'record.py')
+    spec = importlib.util.spec_from_file_location('record_without_cython', path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.cython is _nocython
+    assert module.body_of(b'\x01abc\x00\x00\x00\x00', 4) == b'abc'
+    assert module.rejoined(b'p', b'xyz', 1) == b'pyz'
+    assert module.as_key(5) == (5,)
+    assert record.as_key((1,)) == (1,)

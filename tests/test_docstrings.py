@@ -26,7 +26,7 @@ import pytest
 
 import centidb
 from centidb import (
-    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection, dumpfile, dumpformat, encodings, engines, errors, impl, index, keyformat, hooks, keylib, models, query, store, txn,
+    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection, dumpfile, dumpformat, encodings, engines, errors, impl, index, keyformat, hooks, keylib, models, msgpackcodec, query, store, txn,
 )
 from centidb import records as records_package
 from centidb.records import (
@@ -51,7 +51,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            index, query, access, entries, writing,
            savepoint, limits, records_package, records, fastpath, txn,
            impl, checksums, compressors,
-           engines, *ENGINE_MODULES, encodings, dumpformat, dumpfile, keylib, keyformat, errors, batches]
+           engines, *ENGINE_MODULES, encodings, msgpackcodec, dumpformat, dumpfile, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.
 PURE = {

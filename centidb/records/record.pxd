@@ -6,7 +6,8 @@ from centidb.engines.fastcalls cimport FastCalls
 from centidb.records.fastpath cimport (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
 )
-from centidb._speedups cimport body_of, pack_entry, split_first
+from centidb.msgpackcodec cimport MsgpackDecode, MsgpackEncode
+from centidb._speedups cimport body_of, first_key_end, pack_entry, rejoined, split_first
 
 cdef bytes _SEP, _AFTER_KEY_SEP, _EMPTY
 cdef int _VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS
@@ -80,9 +81,9 @@ cdef class RecordReader:
     cdef object _read(self, etxn, bytes key_bytes)
     @cython.locals(trailer=Py_ssize_t, body=bytes)
     cdef object _decoded(self, key_bytes, stored)
-    @cython.locals(keys=list)
+    @cython.locals(keys=list, pos=Py_ssize_t)
     cpdef dict _fetched(self, etxn, list chunk, bytes index_prefix)
-    @cython.locals(key_bytes=bytes)
+    @cython.locals(key_bytes=bytes, pos=Py_ssize_t)
     cdef object _entry_output(self, etxn, bytes entry, bytes index_prefix, index_name,
                               int what, dict fetched)
     cdef object _output(self, key_bytes, stored, int what)
@@ -97,3 +98,8 @@ cdef object _reader_index_get(RecordReader reader, txn, bytes index_prefix, inde
                               default)
 cdef object _writer_write(writer, txn, data, key, blind)
 cdef object _bare_write(RecordWriter writer, txn, data, key, blind)
+
+@cython.locals(msgpack_encode=MsgpackEncode)
+cdef object _encoded(encode, data)
+@cython.locals(msgpack_decode=MsgpackDecode)
+cdef object _decoded_body(decode, bytes body)

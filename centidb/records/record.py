@@ -46,8 +46,13 @@ from centidb.txn import Transaction, TxnManager
 if not cython.compiled:
     # Compiled, record.pxd cimports the key codec's own functions of these
     # names, and the class FastCalls.
-    from centidb.keylib import pack_entry, split_first
+    from centidb.keylib import first_key_end, pack_entry, split_first
     from centidb.engines.fastcalls import FastCalls
+    from centidb.msgpackcodec import MsgpackDecode, MsgpackEncode
+
+    def rejoined(head: bytes, data: bytes, start: int) -> bytes:
+        """`head` followed by the bytes of `data` from `start` on."""
+        return head + data[start:]
 
     def body_of(stored: bytes, trailer: int) -> bytes:
         """The bytes of a stored value between its header byte and its
@@ -196,6 +201,22 @@ def index_entries(specs: tuple[IndexSpec, ...], data: Any, tail: bytes) -> list[
     return entries
 
 
+def _encoded(encode: Callable[[Any], bytes], data: Any) -> bytes:
+    """``encode(data)``; compiled, msgpack's encoder is called in C."""
+    if type(encode) is MsgpackEncode:
+        msgpack_encode = encode
+        return msgpack_encode.run(data)
+    return encode(data)
+
+
+def _decoded_body(decode: Callable[[bytes], Any], body: bytes) -> Any:
+    """``decode(body)``; compiled, msgpack's decoder is called in C."""
+    if type(decode) is MsgpackDecode:
+        msgpack_decode = decode
+        return msgpack_decode.run(body)
+    return decode(body)
+
+
 def _any_longer(entries: list[bytes], limit: int) -> bool:
     """True if an entry of `entries` is longer than `limit` bytes."""
     for entry in entries:
@@ -287,7 +308,7 @@ class RecordWriter:
         body = old
         if len(body) > trailer and body[0] == self.plain_id and (not trailer or intact(body)):
             try:
-                data = self.decode_plain(body_of(body, trailer))
+                data = _decoded_body(self.decode_plain, body_of(body, trailer))
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
             return index_entries(self.specs, data, entry_tail)
@@ -325,10 +346,10 @@ class RecordWriter:
         if key is None:
             if self.key_func is None:
                 return None
-            encoded = self.encode(data)
+            encoded = _encoded(self.encode, data)
             key = self.key_func(data)
         else:
-            encoded = self.encode(data)
+            encoded = _encoded(self.encode, data)
         if self.compress is not None:
             encoded = self.compress(encoded)
         value = self.header + encoded
@@ -337,7 +358,7 @@ class RecordWriter:
         key = as_key(key)
         key_bytes = pack_entry(key, self.prefix, _EMPTY)
         if self.specs:
-            entry_tail = _SEP + key_bytes[len(self.prefix):]
+            entry_tail = rejoined(_SEP, key_bytes, len(self.prefix))
             entries = index_entries(self.specs, data, entry_tail)
         else:
             entry_tail, entries = _EMPTY, []
@@ -434,7 +455,7 @@ class RecordWriter:
         lo = hi = _EMPTY
         next_id = first_id
         for data in datas:
-            encoded = encode(data)
+            encoded = _encoded(encode, data)
             if next_id is None:
                 key = as_key(key_func(data))  # type: ignore[misc]  # checked above: not None
             else:
@@ -446,7 +467,7 @@ class RecordWriter:
             if checksum:
                 value += crc32(value).to_bytes(4, 'little')
             key_bytes = pack_entry(key, prefix, _EMPTY)
-            entry_tail = _SEP + key_bytes[start:]
+            entry_tail = rejoined(_SEP, key_bytes, start)
             entries = index_entries(specs, data, entry_tail)
             if limit is not None and (len(key_bytes) > limit or _any_longer(entries, limit)):
                 self.too_long(key, key_bytes, entries)
@@ -508,7 +529,7 @@ class RecordWriter:
             else:
                 old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
             if old is not None:
-                old_entries = self._old_entries(old, _SEP + key_bytes[start:])
+                old_entries = self._old_entries(old, rejoined(_SEP, key_bytes, start))
                 if old_entries:
                     keep = set(held)
                     stale += [entry for entry in old_entries if entry not in keep]
@@ -631,7 +652,7 @@ class RecordReader:
         if stored is None:
             return default
         data = self._decoded(key_bytes, stored)
-        entries = index_entries(self.specs, data, _SEP + key_bytes[len(self.prefix):])
+        entries = index_entries(self.specs, data, rejoined(_SEP, key_bytes, len(self.prefix)))
         return new_record(self.coll, data, key, stored, entries, self.indexes, key_bytes,
                           etxn.fast)
 
@@ -651,7 +672,7 @@ class RecordReader:
                 body = stored
                 if (len(body) > trailer and body[0] == self.plain_id
                         and (not trailer or intact(body))):
-                    return self.decode_plain(body_of(body, trailer))
+                    return _decoded_body(self.decode_plain, body_of(body, trailer))
             return self.decode(stored)
         except CentiError:
             raise
@@ -764,21 +785,24 @@ class RecordReader:
         keys = []
         for entry, _ in chunk:
             try:
-                _, pos = split_first(entry, index_prefix)
+                pos = first_key_end(entry, index_prefix)
             except CorruptKeyError:
                 break
             if not pos:
                 break
-            keys.append(self.prefix + entry[pos:])
+            keys.append(rejoined(self.prefix, entry, pos))
         return dict(zip(keys, etxn.get_many(keys)))
 
     def _entry_output(self, etxn: EngineTransaction, entry: bytes, index_prefix: bytes,
                       index_name: str, what: int,
                       fetched: dict[bytes, bytes | None] | None) -> Any:
-        tup, pos = split_first(entry, index_prefix)
+        if what == _INDEX_ITEMS:
+            tup, pos = split_first(entry, index_prefix)
+        else:
+            tup, pos = None, first_key_end(entry, index_prefix)
         if not pos:
             raise self.corrupt_entry(entry)
-        key_bytes = self.prefix + entry[pos:]
+        key_bytes = rejoined(self.prefix, entry, pos)
         if fetched is not None and key_bytes in fetched and not self.batched:
             stored = fetched[key_bytes]
         else:
@@ -828,7 +852,7 @@ class RecordReader:
         entry = first_key(etxn, packed + _SEP, packed + _AFTER_KEY_SEP)
         if entry is None:
             return default
-        key_bytes = self.prefix + entry[len(packed) + 1:]
+        key_bytes = rejoined(self.prefix, entry, len(packed) + 1)
         stored = self._stored(etxn, key_bytes)
         if stored is None and not self.batched:
             stored = self.batch_get(etxn, key_bytes)
