@@ -1,6 +1,6 @@
 """Checked by ``mypy`` in tests/test_typing.py, never run: stub and pure signatures agree.
 
-The compiled twins (the key codec's functions and the msgpack helpers) get
+The compiled twins (the key codec's functions and the kernel's) get
 their types from ``centidb/_speedups.pyi``; the pure functions from their
 annotations. Each check below hands :func:`same` a pure-Python type and its
 twin's, which mypy accepts only if the two are the same type (each accepts
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from centidb import _speedups, encodings, keylib
+from centidb import _speedups, keylib, msgpackcodec
 
 _T = TypeVar('_T')
 
@@ -33,6 +33,5 @@ def count_groups_agrees() -> None:
     same([keylib.count_groups], [_speedups.count_groups])
 
 
-def msgpack_helpers_agree() -> None:
-    same([encodings.msgpack_decoder], [_speedups.msgpack_decoder])
-    same([encodings.msgpack_encoder], [_speedups.msgpack_encoder])
+def kernel_agrees() -> None:
+    same([msgpackcodec.may_nest_deeper], [_speedups.may_nest_deeper])
