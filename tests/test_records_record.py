@@ -674,3 +674,24 @@ def test_put_many_reads_stored_records_only_when_its_key_range_holds_some(fast):
                               else ['first', 'get_many'])
     assert store.verify() == []
     store.close()
+
+
+@pytest.mark.parametrize('checksum', [False, True], ids=['plain', 'checksum'])
+def test_get_in_a_transaction_answers_each_option_as_outside_one(checksum):
+    """Collection.get given txn= takes the reader for a value or a Record;
+    encoded= (or raw=) still gives the encoder's bytes, a missing key the
+    default."""
+    from centidb import encodings
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'], checksum=checksum)
+    value = {'k': 1, 'v': 'x'}
+    coll.put(value)
+    encoded = encodings.make_msgpack_encoder().encode(value)
+    outside = [coll.get(1), coll.get(1, encoded=True), coll.get(1, raw=True),
+               coll.get(1, rec=True).data, coll.get(2, default='none', encoded=True)]
+    assert outside == [value, encoded, encoded, value, 'none']
+    with store.begin() as txn:
+        assert [coll.get(1, txn=txn), coll.get(1, encoded=True, txn=txn),
+                coll.get(1, raw=True, txn=txn), coll.get(1, rec=True, txn=txn).data,
+                coll.get(2, default='none', encoded=True, txn=txn)] == outside
+    store.close()
