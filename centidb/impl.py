@@ -1,12 +1,13 @@
 """Chooses, once per process, the compiled or the pure-Python implementation.
 
-centidb's hot paths exist twice: the pure-Python reference (in
-:mod:`centidb.keylib` and :mod:`centidb.records`, which hold the
-documentation) and the compiled twin ``centidb._speedups``, whose
-``TWINS`` tuple lists the names it provides. The modules named in
+The key codec exists twice: the pure-Python reference :mod:`centidb.keylib`,
+which holds the documentation, and its compiled twin in
+``centidb._speedups``, whose ``TWINS`` tuple lists the names it provides
+(the codec's, and the kernel's one Python name). The modules named in
 :data:`PURE_MODE` exist once: Cython compiles their own ``.py`` source (with
 the types of the ``.pxd`` file beside it) into an extension module of the
-same name, and this module's import hook loads either that or the source.
+same name, and this module's import hook loads either all of those or all
+the sources.
 This module alone decides which is active, from two environment variables
 read at import:
 

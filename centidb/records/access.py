@@ -2,7 +2,7 @@
 
 :class:`Records` holds everything the read and write paths need for one
 collection, in its current state (indexes, batching, key kind): it makes the
-collection's twinned :class:`~centidb.records.RecordWriter` and
+collection's :class:`~centidb.records.RecordWriter` and
 :class:`~centidb.records.RecordReader` for the common cases, decodes stored
 values, and does the general case of each read and write, naming a corrupt
 record: records given as a :class:`~centidb.records.Record`, other packers,

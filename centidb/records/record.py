@@ -241,7 +241,7 @@ class RecordWriter:
     with a key or a ``key_func``, an exact encoder, the collection's own
     packer, every stored index added and no batches; :meth:`write_many`
     the same for a list of values, keyed by the ``key_func`` or the
-    counter. The compiled twin behaves identically.
+    counter.
 
     :param coll: the collection, kept in each :class:`Record`.
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
@@ -541,8 +541,7 @@ class RecordReader:
     """The common case of ``Collection.get`` and ``Index.get``, and index scans.
 
     Prepared for one collection: it reads through the engine transaction's
-    unchecked getter when it has one, and decodes plain records inline. The
-    compiled twin behaves identically.
+    unchecked getter when it has one, and decodes plain records inline.
 
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
     :param txn_class: :class:`~centidb.txn.Transaction`.
