@@ -43,8 +43,31 @@ cpdef bint may_nest_deeper(data, Py_ssize_t max_depth) except -1:
     return False
 
 
-# The record layer's: centidb/records/record.py cimports them (_speedups.pxd)
-# and holds their pure-Python forms.
+# The record layer's: centidb/records/record.py cimports them (_speedups.pxd);
+# their pure-Python forms are in record.py and centidb/checksums.py.
+
+# crc32(value + trailer) of every intact sealed value (centidb.checksums.RESIDUE).
+cdef unsigned long _CRC_RESIDUE = 0x2144DF1C
+
+
+cdef bytes seal(bytes value):
+    """centidb.checksums.seal, in one allocation."""
+    cdef unsigned long crc = PyLong_AsUnsignedLong(_crc32(value))
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(value)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, n + 4)
+    cdef unsigned char *p = <unsigned char *>PyBytes_AS_STRING(out)
+    memcpy(p, PyBytes_AS_STRING(value), n)
+    p[n] = crc & 0xFF
+    p[n + 1] = (crc >> 8) & 0xFF
+    p[n + 2] = (crc >> 16) & 0xFF
+    p[n + 3] = (crc >> 24) & 0xFF
+    return out
+
+
+cdef bint intact(bytes stored) except -1:
+    """centidb.checksums.intact."""
+    return (PyBytes_GET_SIZE(stored) > 4
+            and PyLong_AsUnsignedLong(_crc32(stored)) == _CRC_RESIDUE)
 
 cdef bytes body_of(bytes stored, Py_ssize_t trailer):
     """centidb.records.record.body_of, without a slice object."""

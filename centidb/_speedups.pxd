@@ -8,3 +8,5 @@ cdef Py_ssize_t first_key_end(bytes data, bytes prefix) except -1
 cdef bytes body_of(bytes stored, Py_ssize_t trailer)
 cdef bytes rejoined(bytes head, bytes data, Py_ssize_t start)
 cpdef bint may_nest_deeper(object data, Py_ssize_t max_depth) except -1
+cdef bytes seal(bytes value)
+cdef bint intact(bytes stored) except -1

@@ -7,7 +7,7 @@ from centidb.records.fastpath cimport (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
 )
 from centidb.msgpackcodec cimport MsgpackDecode, MsgpackEncode
-from centidb._speedups cimport body_of, first_key_end, pack_entry, rejoined, split_first
+from centidb._speedups cimport intact, seal, body_of, first_key_end, pack_entry, rejoined, split_first
 
 cdef bytes _SEP, _AFTER_KEY_SEP, _EMPTY
 cdef int _VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS

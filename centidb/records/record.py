@@ -23,7 +23,6 @@ never a layer above.
 from __future__ import annotations
 
 from typing import Any, Callable, Iterator, Tuple
-from zlib import crc32
 
 try:
     import cython
@@ -31,7 +30,6 @@ except ImportError:     # not built: the names below are the pure-Python ones
     from centidb import _nocython as cython
 
 from centidb import keylib
-from centidb.checksums import intact
 from centidb.engines import EngineTransaction
 from centidb.records.fastpath import (
     checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
@@ -46,6 +44,7 @@ from centidb.txn import Transaction, TxnManager
 if not cython.compiled:
     # Compiled, record.pxd cimports the key codec's own functions of these
     # names, and the class FastCalls.
+    from centidb.checksums import intact, seal
     from centidb.keylib import first_key_end, pack_entry, split_first
     from centidb.engines.fastcalls import FastCalls
     from centidb.msgpackcodec import MsgpackDecode, MsgpackEncode
@@ -354,7 +353,7 @@ class RecordWriter:
             encoded = self.compress(encoded)
         value = self.header + encoded
         if self.checksum:
-            value += crc32(value).to_bytes(4, 'little')
+            value = seal(value)
         key = as_key(key)
         key_bytes = pack_entry(key, self.prefix, _EMPTY)
         if self.specs:
@@ -465,7 +464,7 @@ class RecordWriter:
                 encoded = compress(encoded)
             value = header + encoded
             if checksum:
-                value += crc32(value).to_bytes(4, 'little')
+                value = seal(value)
             key_bytes = pack_entry(key, prefix, _EMPTY)
             entry_tail = rejoined(_SEP, key_bytes, start)
             entries = index_entries(specs, data, entry_tail)
