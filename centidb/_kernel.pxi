@@ -44,7 +44,7 @@ cpdef bint may_nest_deeper(data, Py_ssize_t max_depth) except -1:
 
 
 # The record layer's: centidb/records/record.py cimports them (_speedups.pxd);
-# their pure-Python forms are in record.py and centidb/checksums.py.
+# their pure-Python forms are in centidb/records/kernel.py and centidb/checksums.py.
 
 # crc32(value + trailer) of every intact sealed value (centidb.checksums.RESIDUE).
 cdef unsigned long _CRC_RESIDUE = 0x2144DF1C

@@ -363,6 +363,9 @@ cdef bytes pack_entry(object value, bytes prefix, bytes tail):
     """Mirrors keylib.pack_entry (for the compiled record layer)."""
     cdef unsigned char stack[STACK_SIZE]
     cdef Buf b
+    check_prefix(prefix)
+    if tail is None:
+        raise TypeError("can't concat NoneType to bytes")
     buf_init(&b, stack, STACK_SIZE)
     try:
         putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))

@@ -7,6 +7,8 @@ with compiled ones, and may type a generator's locals with
 instead, where both do nothing.
 """
 
+from __future__ import annotations
+
 from typing import Any, Callable, TypeVar
 
 _F = TypeVar('_F', bound=Callable[..., Any])

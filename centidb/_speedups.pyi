@@ -18,6 +18,7 @@ FORMAT_CONSTANTS: dict[str, int]
 DT_INSTANT_BIAS_: int
 DT_OFFSET_BIAS_: int
 __test__: dict[str, str]  # Cython's table of docstrings for doctest
+__pyx_capi__: dict[str, object]  # the C functions other compiled modules cimport
 
 # --- _keylib.pxi: centidb/keylib.py --------------------------------------------
 

@@ -8,7 +8,7 @@
 * ``_kernel.pxi``: the kernel, a few functions that take data and return
   data, each with a pure-Python form of the same name: ``may_nest_deeper``
   (of ``centidb/msgpackcodec.py``), and ``body_of`` and ``rejoined`` (of
-  ``centidb/records/record.py``, cimported).
+  ``centidb/records/kernel.py``; cimported, as are ``seal`` and ``intact``).
 
 Everything else that is compiled is compiled from its own source (the
 modules in :data:`centidb.impl.PURE_MODE`). The pure-Python forms hold the

@@ -32,7 +32,7 @@ from centidb.keylib import Key
 from centidb.metarecords import CollectionInfo
 from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
 from centidb.records import Record, as_key
-from centidb.records.record import collection_get, collection_put
+from centidb.records.entry import collection_get, collection_put
 from centidb.txn import Transaction, TxnManager
 from centidb.records.writing import KeySource
 

@@ -40,7 +40,8 @@ __all__ = ['IMPL', 'COMPILED', 'PURE_MODE', 'choose', 'compiled_module', 'source
 #: The modules Cython compiles from their own source (pure-Python mode).
 #: ``setup.py`` reads this tuple; keep it one literal.
 PURE_MODE = ('centidb.engines.writelog', 'centidb.engines.fastcalls', 'centidb.txn',
-             'centidb.msgpackcodec', 'centidb.records.fastpath', 'centidb.records.record')
+             'centidb.msgpackcodec', 'centidb.records.fastpath', 'centidb.records.record',
+             'centidb.records.reader', 'centidb.records.entry')
 #: The file, beside the package's compiled modules, in which the build notes
 #: the SHA-256 of each :data:`PURE_MODE` source it compiled, one
 #: ``module digest`` line each.

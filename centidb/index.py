@@ -19,7 +19,7 @@ from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
 from centidb.records.access import CollectionCalls
 from centidb.records.entries import corrupt_entry_error, first_entry, split_entries
 from centidb.records import as_key
-from centidb.records.record import index_get
+from centidb.records.entry import index_get
 from centidb.records.entries import delete_prefix
 from centidb.txn import Transaction, TxnManager
 

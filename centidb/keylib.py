@@ -242,15 +242,12 @@ def packs(key: object, prefix: bytes = b'') -> bytes:
 def pack_entry(key: object, prefix: bytes, tail: bytes) -> bytes:
     """Return one key packed under `prefix`, followed by `tail`.
 
-    The record layer's form of :func:`packs`: `key` is a tuple (or
-    namedtuple) or one bare element, never a list of keys, and `tail` is an
-    index entry's separator and record key, or ``b''``.
+    :func:`packs` for one key tuple (or bare element), never a list of keys.
 
     :param key: the key tuple, or one element.
     :param prefix: ``bytes`` to start with.
     :param tail: ``bytes`` to end with.
-    :raises ~centidb.errors.UnsupportedKeyTypeError: as :func:`packs`.
-    :raises ~centidb.errors.KeyEncodingError: as :func:`packs`.
+    :raises ~centidb.errors.KeyEncodingError: as :func:`packs` (and its subclass).
     """
     return packs(key if isinstance(key, tuple) else (key,), prefix) + tail
 
@@ -472,8 +469,7 @@ def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
     """Decode the first key of bytes made by :func:`packs` from a list of keys.
 
     An index entry's record key need not be decoded to be read: it is the
-    bytes past the separator. (The compiled record layer calls the key
-    codec's C function of this name.)
+    bytes past the separator.
 
     :param data: the encoding (``bytes``).
     :param prefix: ``bytes`` that `data` must start with; they are skipped.
@@ -501,11 +497,7 @@ def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
 
 
 def first_key_end(data: bytes, prefix: bytes = b'') -> int:
-    """The position just past the separator that ends the first key of `data`, or ``0``.
-
-    :func:`split_first`'s position, without the key. (The compiled record
-    layer calls the key codec's C function of this name, which checks the
-    key's elements without decoding them.)
+    """:func:`split_first`'s position only (compiled, the key is checked, not decoded).
 
     :param data: the encoding (``bytes``).
     :param prefix: ``bytes`` that `data` must start with.

@@ -8,7 +8,7 @@ from centidb._speedups cimport may_nest_deeper as _nests_deeper
 
 @cython.locals(mapping=dict)
 cpdef int check_nested(object container, Py_ssize_t room, object too_deep) except -1
-cdef inline int _check_pair(object key, object item, Py_ssize_t room, object too_deep) except -1
+cdef int _check_pair(object key, object item, Py_ssize_t room, object too_deep) except -1
 cdef bint _holds_container(object items) except -1
 
 

@@ -16,12 +16,15 @@ the one part of the compiled kernel (``centidb/_kernel.pxi``) used here.
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-try:
-    import cython
-except ImportError:     # not built: the names below are the pure-Python ones
+if TYPE_CHECKING:
     from centidb import _nocython as cython
+else:
+    try:
+        import cython
+    except ImportError:     # not built: the names below are the pure-Python ones
+        from centidb import _nocython as cython
 
 from centidb import impl
 
@@ -72,7 +75,7 @@ def _holds_container(items: Any) -> bool:
     return any(issubclass(kind, (list, tuple, dict)) for kind in set(map(type, items)))
 
 
-def may_nest_deeper(data: bytes, max_depth: int) -> bool:
+def may_nest_deeper(data: bytes | bytearray | memoryview, max_depth: int) -> bool:
     """True if more than `max_depth` bytes of `data` can open a map, an array or an extension.
 
     A value cannot nest deeper than its data holds such bytes, so the

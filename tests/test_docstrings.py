@@ -30,7 +30,8 @@ from centidb import (
 )
 from centidb import records as records_package
 from centidb.records import (
-    access, entries, fastpath, limits, record as records, savepoint, writing,
+    access, entries, entry, fastpath, kernel, limits, reader, record as records, savepoint,
+    writing,
 )
 from centidb.store import admin, verify
 from centidb.cli import commands as cli_commands, common as cli_common, dump as cli_dump
@@ -49,7 +50,7 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            models, model, modelindex, fields, store, admin, hooks, verify, catalog, metarecords, collection,
            collinfo,
            index, query, access, entries, writing,
-           savepoint, limits, records_package, records, fastpath, txn,
+           savepoint, limits, records_package, records, reader, entry, kernel, fastpath, txn,
            impl, checksums, compressors,
            engines, *ENGINE_MODULES, encodings, msgpackcodec, dumpformat, dumpfile, keylib, keyformat, errors, batches]
 
@@ -271,12 +272,6 @@ def test_twins_have_docstrings_and_matching_signatures():
                 == list(inspect.signature(getattr(pure, name)).parameters))
 
 
-def _without_signature(doc):
-    """A compiled docstring without the signature line Cython puts first."""
-    first, sep, rest = doc.partition('\n\n')
-    return rest if sep and '(' in first else doc
-
-
 def _compiled_and_source(name):
     """``(qualified name, compiled object, source object)`` for each public
     function, class and public method of the PURE_MODE module `name`."""
@@ -307,10 +302,10 @@ def test_compiled_modules_carry_their_sources_docstrings_and_signatures(name):
         if source.__doc__ is None:
             assert compiled.__doc__ is None, qualified
         else:
-            assert (inspect.cleandoc(_without_signature(compiled.__doc__))
-                    == inspect.cleandoc(source.__doc__)), qualified
+            # As written: no signature line is embedded (setup.py).
+            assert inspect.cleandoc(compiled.__doc__) == inspect.cleandoc(source.__doc__), qualified
         if not inspect.isclass(source):
             assert (list(inspect.signature(compiled).parameters)
                     == list(inspect.signature(source).parameters)), qualified
         checked += 1
-    assert checked >= 5
+    assert checked >= 3     # entry.py has three public functions

@@ -24,13 +24,14 @@ from hypothesis import strategies as st
 
 import centidb
 from centidb import impl, keylib
-from centidb.records import record as records
+from centidb.records import reader, record as records
 from centidb.errors import CentiError, UnsupportedKeyTypeError
 import strategies
+from engine_helpers import counting_engine
 
 #: The active classes, kept before any test patches the module.
 RecordWriter = records.RecordWriter
-RecordReader = records.RecordReader
+RecordReader = reader.RecordReader
 
 
 def outcome(func, *args):
@@ -468,70 +469,6 @@ def test_a_new_record_put_is_stored_under_its_key(general):
     store.close()
 
 
-# --- RecordReader: how many engine reads a read takes -------------------------
-
-def _counting_engine(fast):
-    """A MemoryEngine wrapper logging each get, seek and (if `fast`) unchecked get."""
-    from centidb.engines import MemoryEngine, WrapperEngine, WrapperTransaction
-
-    class Txn(WrapperTransaction):
-        def __init__(self, engine, inner):
-            super().__init__(engine, inner)
-            if fast:
-                self.fast.get = lambda key: engine.calls.append('fast_get') or inner.get(key)
-
-        def get(self, key):
-            self.engine.calls.append('get')
-            return super().get(key)
-
-        def get_many(self, keys):
-            self.engine.calls.append('get_many')
-            return super().get_many(keys)
-
-        def first(self, lo=None, hi=None, reverse=False):
-            self.engine.calls.append('first')
-            return super().first(lo, hi, reverse)
-
-    class Engine(WrapperEngine):
-        transaction_class = Txn
-        calls = []
-
-    return Engine(MemoryEngine())
-
-
-@pytest.mark.parametrize('fast', [True, False], ids=['fast_get', 'get'])
-def test_record_reader_reads_a_plain_record_once(fast):
-    """A plain record is read with one engine read (the unchecked getter
-    when the transaction has one and the key is no longer than the engine's
-    limit), looking in batches only when it misses; an index get adds one
-    seek to find the entry. An index scan without the unchecked getter reads
-    each chunk's records with one get_many."""
-    read = 'fast_get' if fast else 'get'
-    engine = _counting_engine(fast)
-    engine.max_key_size = 40
-    store = centidb.Store(engine)
-    coll = store.collection('c', key_func=lambda rec: rec['k'])
-    tags = coll.add_index('tag', lambda rec: rec['tag'])
-    assert type(coll.records.reader) is RecordReader
-    longest = next(('k' * n,) for n in range(40)
-                   if len(keylib.packs(('k' * n,), coll.prefix)) == 40)
-    coll.put({'k': 1, 'tag': 'a'})
-    coll.put({'k': longest, 'tag': None})
-    for call, result, expected in (
-            (lambda txn: coll.get(1, txn=txn), {'k': 1, 'tag': 'a'}, [read]),
-            (lambda txn: coll.get(longest, txn=txn), {'k': longest, 'tag': None}, [read]),
-            (lambda txn: coll.get(9, txn=txn), None, [read, 'first']),
-            (lambda txn: coll.get(longest[0] + 'k', txn=txn), None, ['get', 'first']),
-            (lambda txn: tags.get('a', txn=txn), {'k': 1, 'tag': 'a'}, ['first', read]),
-            (lambda txn: list(tags.values(txn=txn)), [{'k': 1, 'tag': 'a'}],
-             ['fast_get' if fast else 'get_many'])):
-        with store.begin() as txn:
-            engine.calls = []
-            assert call(txn) == result
-            assert engine.calls == expected
-    store.close()
-
-
 @pytest.mark.parametrize('blind', [False, True])
 def test_write_many_hands_the_engine_every_pair_in_one_call(blind):
     """write_many makes every pair first, then writes them with one call of
@@ -657,7 +594,7 @@ def test_put_many_takes_keys_and_entries_exactly_as_long_as_the_engine_allows(tm
 def test_put_many_reads_stored_records_only_when_its_key_range_holds_some(fast):
     """One seek over the range of the call's keys; stored versions are read
     (by the unchecked getter, else with one get_many) only if it finds one."""
-    engine = _counting_engine(fast)
+    engine = counting_engine(fast)
     store = centidb.Store(engine)
     coll = store.collection('c', key_func=lambda rec: rec['k'])
     coll.add_index('w', lambda rec: rec['w'])
@@ -673,25 +610,4 @@ def test_put_many_reads_stored_records_only_when_its_key_range_holds_some(fast):
     assert record_reads() == (['first', 'fast_get', 'fast_get'] if fast
                               else ['first', 'get_many'])
     assert store.verify() == []
-    store.close()
-
-
-@pytest.mark.parametrize('checksum', [False, True], ids=['plain', 'checksum'])
-def test_get_in_a_transaction_answers_each_option_as_outside_one(checksum):
-    """Collection.get given txn= takes the reader for a value or a Record;
-    encoded= (or raw=) still gives the encoder's bytes, a missing key the
-    default."""
-    from centidb import encodings
-    store = centidb.open('ListEngine')
-    coll = store.collection('c', key_func=lambda rec: rec['k'], checksum=checksum)
-    value = {'k': 1, 'v': 'x'}
-    coll.put(value)
-    encoded = encodings.make_msgpack_encoder().encode(value)
-    outside = [coll.get(1), coll.get(1, encoded=True), coll.get(1, raw=True),
-               coll.get(1, rec=True).data, coll.get(2, default='none', encoded=True)]
-    assert outside == [value, encoded, encoded, value, 'none']
-    with store.begin() as txn:
-        assert [coll.get(1, txn=txn), coll.get(1, encoded=True, txn=txn),
-                coll.get(1, raw=True, txn=txn), coll.get(1, rec=True, txn=txn).data,
-                coll.get(2, default='none', encoded=True, txn=txn)] == outside
     store.close()

@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from centidb import checksums, keylib
 from centidb.records import record as records
+from centidb.records.reader import RecordReader
 from centidb.records import fastpath, limits
 from centidb.batches import BATCH_FLAG, BatchView, PackerNotAllowed
 from centidb.encodings import Encoder, Packer
@@ -125,7 +126,7 @@ class Records:
         self.writer = limits.limited_writer(self.writer, txns.engine, name, prefix)
         if report:
             self.writer = ReportingWriter(self.writer, name)
-        self.reader = records.RecordReader(
+        self.reader = RecordReader(
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
             corrupt_entry_error, self.corrupt_record_error, self.corrupt_key_error,
@@ -778,5 +779,5 @@ class CollectionCalls:
         #: The collection's current :class:`Records`, and their common-case
         #: reader and writer (set by the collection).
         self.records: Records
-        self.reader: records.RecordReader
+        self.reader: RecordReader
         self.writer: Writer

@@ -14,10 +14,15 @@ This layer calls engine transactions only; never a layer above.
 
 from __future__ import annotations
 
-try:
-    import cython
-except ImportError:     # not built: the names below are the pure-Python ones
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
     from centidb import _nocython as cython
+else:
+    try:
+        import cython
+    except ImportError:     # not built: the names below are the pure-Python ones
+        from centidb import _nocython as cython
 
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item

@@ -1,16 +1,16 @@
 # Types for Cython's compilation of record.py (centidb.impl.PURE_MODE):
-# declarations only, the code is record.py's.
+# declarations only, the code is record.py's. reader.pxd and entry.pxd
+# cimport from here.
 
 cimport cython
 from centidb.engines.fastcalls cimport FastCalls
 from centidb.records.fastpath cimport (
-    checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
+    checked_engine_txn, delete_one, put_many, put_one, replace_one,
 )
 from centidb.msgpackcodec cimport MsgpackDecode, MsgpackEncode
-from centidb._speedups cimport intact, seal, body_of, first_key_end, pack_entry, rejoined, split_first
+from centidb._speedups cimport intact, seal, body_of, pack_entry, rejoined
 
-cdef bytes _SEP, _AFTER_KEY_SEP, _EMPTY
-cdef int _VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS
+cdef bytes _SEP, _EMPTY
 cdef Py_ssize_t _FEW
 
 
@@ -26,13 +26,20 @@ cdef class Record:
 cpdef Record seen(Record record, bytes key_bytes, etxn=*)
 
 @cython.locals(record=Record)
-cdef Record new_record(coll, data, key, stored, list entries, tuple indexes, bytes key_bytes,
-                       FastCalls fast)
+cpdef Record new_record(coll, data, key, stored, list entries, tuple indexes, bytes key_bytes,
+                        FastCalls fast)
 
 @cython.locals(prefix=bytes)
 cpdef list index_entries(tuple specs, data, bytes tail)
 
-cdef tuple _past(bytes last, lo, hi, bint reverse)
+@cython.locals(msgpack_encode=MsgpackEncode)
+cdef object _encoded(encode, data)
+
+@cython.locals(msgpack_decode=MsgpackDecode)
+cpdef object decoded_body(decode, bytes body)
+
+@cython.locals(entry=bytes)
+cdef bint _any_longer(list entries, Py_ssize_t limit) except -1
 
 
 @cython.final
@@ -61,45 +68,3 @@ cdef class RecordWriter:
     @cython.locals(latest=dict, merged=list, stale=list, at=Py_ssize_t, count=Py_ssize_t,
                    key_bytes=bytes, held=tuple)
     cpdef merge_stored(self, etxn, list writes, list counts, Py_ssize_t start, bint stored)
-
-
-@cython.final
-cdef class RecordReader:
-    cdef readonly object txns, txn_class, decode_plain, decode, limit
-    cdef readonly object batch_get, missing, corrupt_entry, corrupt_record
-    cdef readonly object corrupt_key, batch_items, end, coll
-    cdef readonly tuple specs, indexes
-    cdef readonly bytes prefix
-    cdef readonly int plain_id, batch_flag
-    cdef readonly bint batched, checksum
-
-    @cython.locals(fast=FastCalls)
-    cdef object _stored(self, etxn, bytes key_bytes)
-    cpdef get(self, txn, key, default)
-    @cython.locals(key_bytes=bytes)
-    cpdef get_record(self, txn, key, default)
-    cdef object _read(self, etxn, bytes key_bytes)
-    @cython.locals(trailer=Py_ssize_t, body=bytes)
-    cdef object _decoded(self, key_bytes, stored)
-    @cython.locals(keys=list, pos=Py_ssize_t)
-    cpdef dict _fetched(self, etxn, list chunk, bytes index_prefix)
-    @cython.locals(key_bytes=bytes, pos=Py_ssize_t)
-    cdef object _entry_output(self, etxn, bytes entry, bytes index_prefix, index_name,
-                              int what, dict fetched)
-    cdef object _output(self, key_bytes, stored, int what)
-    @cython.locals(packed=bytes, key_bytes=bytes)
-    cpdef index_get(self, txn, bytes index_prefix, index_name, x, default)
-
-@cython.locals(entry=bytes)
-cdef bint _any_longer(list entries, Py_ssize_t limit) except -1
-
-cdef object _reader_get(RecordReader reader, txn, key, default, bint rec)
-cdef object _reader_index_get(RecordReader reader, txn, bytes index_prefix, index_name, x,
-                              default)
-cdef object _writer_write(writer, txn, data, key, blind)
-cdef object _bare_write(RecordWriter writer, txn, data, key, blind)
-
-@cython.locals(msgpack_encode=MsgpackEncode)
-cdef object _encoded(encode, data)
-@cython.locals(msgpack_decode=MsgpackDecode)
-cdef object _decoded_body(decode, bytes body)

@@ -6,11 +6,11 @@ bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
 engine key per index entry (the index prefix, the packed index tuple,
 ``KEY_SEP``, the packed record key) with an empty value.
 
-Two classes do the common cases fast: :class:`RecordWriter` (a put of a
-plain value, or a ``put_many`` of plain values) and :class:`RecordReader`
-(get by key or by index, and index scans); everything they use is passed to
-their constructors. The general cases are
-:class:`centidb.records.access.Records`. This module is written once and,
+:class:`RecordWriter` does the common cases of writes fast (a put of a
+plain value, or a ``put_many`` of plain values); everything it uses is
+passed to its constructor. :mod:`centidb.records.reader` does the common
+reads, :mod:`centidb.records.entry` starts them, and
+:class:`centidb.records.access.Records` does the general cases. This module is written once and,
 when centidb is built, compiled by Cython as it is (``record.pxd`` holds its
 types; :data:`centidb.impl.PURE_MODE`); compiled, it calls the key codec's
 compiled functions and the fast paths without a Python call.
@@ -22,52 +22,39 @@ never a layer above.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Tuple
 
-try:
-    import cython
-except ImportError:     # not built: the names below are the pure-Python ones
+if TYPE_CHECKING:
     from centidb import _nocython as cython
+else:
+    try:
+        import cython
+    except ImportError:     # not built: the names below are the pure-Python ones
+        from centidb import _nocython as cython
 
-from centidb import keylib
 from centidb.engines import EngineTransaction
 from centidb.records.fastpath import (
-    checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
+    checked_engine_txn, delete_one, put_many, put_one, replace_one,
 )
 from centidb.engines.base import Item
 from centidb.engines.fastcalls import FastCallsLike
-from centidb.errors import CentiError, CorruptKeyError
 from centidb.keyformat import KEY_SEP
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
 if not cython.compiled:
-    # Compiled, record.pxd cimports the key codec's own functions of these
-    # names, and the class FastCalls.
+    # Compiled, record.pxd cimports the C functions and classes of these names.
     from centidb.checksums import intact, seal
-    from centidb.keylib import first_key_end, pack_entry, split_first
-    from centidb.engines.fastcalls import FastCalls
+    from centidb.keylib import pack_entry
     from centidb.msgpackcodec import MsgpackDecode, MsgpackEncode
+    from centidb.records.kernel import body_of, rejoined
 
-    def rejoined(head: bytes, data: bytes, start: int) -> bytes:
-        """`head` followed by the bytes of `data` from `start` on."""
-        return head + data[start:]
 
-    def body_of(stored: bytes, trailer: int) -> bytes:
-        """The bytes of a stored value between its header byte and its
-        `trailer` bytes of checksum (its length is at least ``1 + trailer``)."""
-        return stored[1:len(stored) - trailer]
-
-__all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key', 'IndexSpec',
-           'collection_get', 'collection_put', 'index_get']
+__all__ = ['Record', 'RecordWriter', 'index_entries', 'as_key', 'IndexSpec', 'seen',
+           'new_record', 'decoded_body']
 
 ENTRY_SEP = bytes([KEY_SEP])
 _SEP = ENTRY_SEP    # the same, as a C variable once compiled
-# keylib.after_key's bound: ENTRY_SEP's successor.
-_AFTER_KEY_SEP = bytes([KEY_SEP + 1])
-# What a scan yields: records' values, (key, value) or keys; or, walking an
-# index's entries, the values or (index tuple, value) of the records they name.
-_VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS = 0, 1, 2, 3, 4
 _EMPTY = b''
 
 #: One index as :func:`index_entries` takes it: ``(index function, index
@@ -154,8 +141,20 @@ def seen(record: Record, key_bytes: bytes, etxn: Any = None) -> Record:
 
 def new_record(coll: Any, data: Any, key: Key, stored: bytes, entries: list[bytes],
                indexes: tuple[object, ...], key_bytes: bytes, fast: FastCallsLike) -> Record:
-    """``seen(Record(coll, data, key, stored, entries, indexes), key_bytes, etxn)``,
-    `fast` being etxn's ``fast``, made without calling the class."""
+    """Return a :class:`Record` as read or written, made without calling the class.
+
+    It is ``seen(Record(coll, data, key, stored, entries, indexes),
+    key_bytes, etxn)``, `fast` being etxn's ``fast``.
+
+    :param coll: the collection.
+    :param data: the record's value.
+    :param key: its key tuple.
+    :param stored: the stored bytes.
+    :param entries: the index entries of that version.
+    :param indexes: the index set `entries` was made for.
+    :param key_bytes: the engine key `stored` is under.
+    :param fast: the ``fast`` of the engine transaction that holds it.
+    """
     record = Record.__new__(Record)
     record.coll = coll
     record.data = data
@@ -208,8 +207,12 @@ def _encoded(encode: Callable[[Any], bytes], data: Any) -> bytes:
     return encode(data)
 
 
-def _decoded_body(decode: Callable[[bytes], Any], body: bytes) -> Any:
-    """``decode(body)``; compiled, msgpack's decoder is called in C."""
+def decoded_body(decode: Callable[[bytes], Any], body: bytes) -> Any:
+    """Return ``decode(body)``; compiled, msgpack's decoder is called in C.
+
+    :param decode: an encoder's ``decode``.
+    :param body: a stored value's body (see :func:`body_of`).
+    """
     if type(decode) is MsgpackDecode:
         msgpack_decode = decode
         return msgpack_decode.run(body)
@@ -222,12 +225,6 @@ def _any_longer(entries: list[bytes], limit: int) -> bool:
         if len(entry) > limit:
             return True
     return False
-
-
-def _past(last: bytes, lo: bytes | None, hi: bytes | None,
-          reverse: bool) -> tuple[bytes | None, bytes | None]:
-    """The bounds ``(lo, hi)`` of what a scan has left once it has yielded `last`."""
-    return (lo, last) if reverse else (last + b'\x00', hi)
 
 
 #: Up to this many index entries, membership tests scan a list.
@@ -307,7 +304,7 @@ class RecordWriter:
         body = old
         if len(body) > trailer and body[0] == self.plain_id and (not trailer or intact(body)):
             try:
-                data = _decoded_body(self.decode_plain, body_of(body, trailer))
+                data = decoded_body(self.decode_plain, body_of(body, trailer))
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
             return index_entries(self.specs, data, entry_tail)
@@ -390,7 +387,7 @@ class RecordWriter:
                 writes.append((entry, _EMPTY))
         else:
             if read is not None and read._key_bytes == key_bytes and read._stored == old:
-                old_entries = read._entries
+                old_entries: list[bytes] = read._entries  # type: ignore[assignment]  # set with _stored
             else:
                 try:
                     old_entries = self._old_entries(old, entry_tail)
@@ -535,494 +532,3 @@ class RecordWriter:
             merged.append((key_bytes, value))
             merged += [(entry, _EMPTY) for entry in held]
         return merged, stale
-
-
-class RecordReader:
-    """The common case of ``Collection.get`` and ``Index.get``, and index scans.
-
-    Prepared for one collection: it reads through the engine transaction's
-    unchecked getter when it has one, and decodes plain records inline.
-
-    :param txns: the store's :class:`~centidb.txn.TxnManager`.
-    :param txn_class: :class:`~centidb.txn.Transaction`.
-    :param prefix: the collection's key prefix.
-    :param plain_id: the id of the plain packer (no compression).
-    :param decode_plain: the encoder's ``decode``; with `plain_id`, plain
-        records are decoded inline.
-    :param decode: ``decode(stored)`` for any other stored value.
-    :param limit: the engine's longest key, or None.
-    :param batched: True if the collection holds batches.
-    :param batch_get: ``batch_get(engine txn, key bytes)`` reads a record
-        in a batch or not; reads try it when the plain read misses, for a
-        record a ``batch()`` moved, in this transaction or another process.
-    :param missing: ``missing(index name, key)``: the error for an entry naming no record.
-    :param corrupt_entry: ``corrupt_entry(entry)``: the error for a malformed entry.
-    :param corrupt_record: ``corrupt_record(key bytes, exception)`` returns
-        the error for a stored value that cannot be decoded.
-    :param corrupt_key: ``corrupt_key(key bytes, exception)`` returns the
-        error for a record key that cannot be decoded.
-    :param batch_items: ``batch_items(engine txn, lo, hi, reverse)``
-        iterates ``(key bytes, stored)`` with batches expanded: scans hand
-        over to it when they meet a batch.
-    :param batch_flag: the header bit that marks a stored batch.
-    :param end: the engine key just past the collection's.
-    :param coll: the collection, and `specs` and `indexes` as for
-        :class:`RecordWriter`: :meth:`get_record` makes the
-        :class:`Record` a later ``put()`` updates without a second decode.
-    :param specs: see `coll`.
-    :param indexes: see `coll`.
-    :param checksum: the collection keeps checksums (plain records are checked inline).
-    """
-
-    def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
-                 plain_id: int, decode_plain: Callable[[bytes], Any],
-                 decode: Callable[[bytes], Any], limit: int | None, batched: bool,
-                 batch_get: Callable[[EngineTransaction, bytes], bytes | None],
-                 missing: Callable[[str, Key], Exception],
-                 corrupt_entry: Callable[[bytes], Exception],
-                 corrupt_record: Callable[[bytes, Exception], Exception],
-                 corrupt_key: Callable[[bytes, CorruptKeyError], Exception],
-                 batch_items: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[Item]],
-                 batch_flag: int, end: bytes | None, coll: Any = None,
-                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = (),
-                 checksum: bool = False) -> None:
-        self.txns = txns
-        self.txn_class = txn_class
-        self.prefix = prefix
-        self.plain_id = plain_id
-        self.decode_plain = decode_plain
-        self.decode = decode
-        self.limit = limit
-        self.batched = batched
-        self.batch_get = batch_get
-        self.missing = missing
-        self.corrupt_entry = corrupt_entry
-        self.corrupt_record = corrupt_record
-        self.corrupt_key = corrupt_key
-        self.batch_items = batch_items
-        self.batch_flag = batch_flag
-        self.end = end
-        self.coll = coll
-        self.specs = specs
-        self.indexes = indexes
-        self.checksum = checksum
-
-    def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
-        if self.batched:
-            return self.batch_get(etxn, key_bytes)
-        fast = etxn.fast
-        getter = fast.get
-        if getter is None or (self.limit is not None and len(key_bytes) > self.limit):
-            return etxn.get(key_bytes)
-        return getter(key_bytes)
-
-    def get(self, txn: Transaction, key: object, default: Any) -> Any:
-        """Return the value stored under `key`, or `default`.
-
-        :param txn: a :class:`~centidb.txn.Transaction` of the store.
-        :param key: the key tuple (a bare value means a 1-tuple).
-        :param default: returned when nothing is stored under `key`.
-        :returns: the decoded record value, or `default`.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        """
-        key_bytes = pack_entry(as_key(key), self.prefix, _EMPTY)
-        stored = self._read(checked_engine_txn(self.txns, self.txn_class, txn, False),
-                            key_bytes)
-        if stored is None:
-            return default
-        return self._decoded(key_bytes, stored)
-
-    def get_record(self, txn: Transaction, key: object, default: Any) -> Any:
-        """Return the :class:`Record` stored under `key`, or `default`.
-
-        The Record keeps the stored bytes and index entries, as
-        ``Collection.get(rec=True)`` promises; errors as for :meth:`get`.
-
-        :param txn: a :class:`~centidb.txn.Transaction` of the store.
-        :param key: the key tuple (a bare value means a 1-tuple).
-        :param default: returned when nothing is stored under `key`.
-        """
-        key = as_key(key)
-        key_bytes = pack_entry(key, self.prefix, _EMPTY)
-        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        stored = self._read(etxn, key_bytes)
-        if stored is None:
-            return default
-        data = self._decoded(key_bytes, stored)
-        entries = index_entries(self.specs, data, rejoined(_SEP, key_bytes, len(self.prefix)))
-        return new_record(self.coll, data, key, stored, entries, self.indexes, key_bytes,
-                          etxn.fast)
-
-    def _read(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
-        stored = self._stored(etxn, key_bytes)
-        if stored is None and not self.batched:
-            # Another process may have batched the collection since it was opened.
-            stored = self.batch_get(etxn, key_bytes)
-        return stored
-
-    def _decoded(self, key_bytes: bytes, stored: bytes) -> Any:
-        # A plain record is decoded inline; with checksums, a damaged value
-        # goes to decode(), which raises the error.
-        trailer = 4 if self.checksum else 0
-        try:
-            if type(stored) is bytes:
-                body = stored
-                if (len(body) > trailer and body[0] == self.plain_id
-                        and (not trailer or intact(body))):
-                    return _decoded_body(self.decode_plain, body_of(body, trailer))
-            return self.decode(stored)
-        except CentiError:
-            raise
-        except Exception as exc:
-            raise self.corrupt_record(key_bytes, exc) from exc
-
-    def values(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
-               reverse: bool) -> Iterator[Any]:
-        """Iterate the values of the records in ``[lo, hi)``, in key order.
-
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest engine key.
-        :param hi: the engine key at which to stop.
-        :param reverse: iterate from `hi` down.
-        :raises ~centidb.errors.CorruptRecordError: (while iterating) for a
-            stored value that cannot be decoded.
-        """
-        return self._scan(etxn, lo, hi, reverse, _VALUES)
-
-    def items(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
-              reverse: bool) -> Iterator[tuple[Key, Any]]:
-        """Iterate ``(key tuple, value)`` of the records in ``[lo, hi)``; see :meth:`values`.
-
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest engine key.
-        :param hi: the engine key at which to stop.
-        :param reverse: iterate from `hi` down.
-        :raises ~centidb.errors.CorruptKeyError: (while iterating) for a
-            record key that cannot be decoded.
-        """
-        return self._scan(etxn, lo, hi, reverse, _ITEMS)
-
-    def keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
-             reverse: bool) -> Iterator[Key]:
-        """Iterate the key tuples of the records in ``[lo, hi)``; see :meth:`values`.
-
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest engine key.
-        :param hi: the engine key at which to stop.
-        :param reverse: iterate from `hi` down.
-        """
-        return self._scan(etxn, lo, hi, reverse, _KEYS)
-
-    @cython.locals(flag=cython.int, records=cython.bint, restart=cython.bint, fast=FastCalls,
-                   writes=cython.Py_ssize_t, chunk=list, key_bytes=bytes, stored=bytes)
-    def _scan(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
-              reverse: bool, what: int, index_prefix: bytes = b'',
-              index_name: str = '') -> Iterator[Any]:
-        # Records (or index entries) come in chunks from the engine. A record
-        # scan hands the rest of its range to batch_items when it meets a
-        # batch, which expands batches.
-        flag = self.batch_flag
-        records = what < _INDEX_VALUES
-        if records and reverse:
-            # A batch sits under its highest member: one at or past hi may
-            # hold members below it.
-            found = etxn.first(hi, self.end)
-            if found is not None and found[1] and found[1][0] & flag:
-                yield from self._expanded(etxn, lo, hi, True, what)  # type: ignore[arg-type]
-                return
-        last, restart = None, True
-        fetched: dict[bytes, bytes | None] | None = None
-        while restart:
-            restart = False
-            if last is not None:
-                lo, hi = _past(last, lo, hi, reverse)
-            fast = etxn.fast
-            writes = fast.writes
-            chunks = etxn.item_chunks(lo, hi, reverse)
-            try:
-                for chunk in chunks:
-                    if not records and fast.get is None:
-                        # A networked engine: one round trip for the chunk's records.
-                        fetched = self._fetched(etxn, chunk, index_prefix)
-                    for key_bytes, stored in chunk:
-                        if fast.writes != writes:    # it wrote, or ended: start again
-                            restart = True
-                            break
-                        if not records:
-                            yield self._entry_output(etxn, key_bytes, index_prefix,
-                                                     index_name, what, fetched)
-                        elif not stored or stored[0] & flag:
-                            if last is not None:
-                                lo, hi = _past(last, lo, hi, reverse)
-                            yield from self._expanded(etxn, lo, hi, reverse,  # type: ignore[arg-type]
-                                                      what)
-                            return
-                        elif what == _VALUES:
-                            yield self._decoded(key_bytes, stored)
-                        else:
-                            yield self._output(key_bytes, stored, what)
-                        last = key_bytes
-                    if restart:
-                        break
-            finally:
-                chunks.close()
-        if records and not reverse:
-            found = etxn.first(hi, self.end)
-            if found is not None and found[1] and found[1][0] & flag:
-                if last is not None:
-                    lo, hi = _past(last, lo, hi, reverse)
-                yield from self._expanded(etxn, lo, hi, False, what)  # type: ignore[arg-type]
-
-    def _fetched(self, etxn: EngineTransaction, chunk: list[Item],
-                 index_prefix: bytes) -> dict[bytes, bytes | None]:
-        """The stored records the entries of `chunk` name, read with one ``get_many``.
-
-        Up to the first corrupt entry, which raises when the scan reaches it.
-        """
-        keys = []
-        for entry, _ in chunk:
-            try:
-                pos = first_key_end(entry, index_prefix)
-            except CorruptKeyError:
-                break
-            if not pos:
-                break
-            keys.append(rejoined(self.prefix, entry, pos))
-        return dict(zip(keys, etxn.get_many(keys)))
-
-    def _entry_output(self, etxn: EngineTransaction, entry: bytes, index_prefix: bytes,
-                      index_name: str, what: int,
-                      fetched: dict[bytes, bytes | None] | None) -> Any:
-        if what == _INDEX_ITEMS:
-            tup, pos = split_first(entry, index_prefix)
-        else:
-            tup, pos = None, first_key_end(entry, index_prefix)
-        if not pos:
-            raise self.corrupt_entry(entry)
-        key_bytes = rejoined(self.prefix, entry, pos)
-        if fetched is not None and key_bytes in fetched and not self.batched:
-            stored = fetched[key_bytes]
-        else:
-            stored = self._stored(etxn, key_bytes)
-        if stored is None and not self.batched:
-            # A batch() (in this transaction or another process) may have moved it.
-            stored = self.batch_get(etxn, key_bytes)
-        if stored is None:
-            raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
-        if what == _INDEX_ITEMS:
-            return tup, self._decoded(key_bytes, stored)
-        return self._decoded(key_bytes, stored)
-
-    def _expanded(self, etxn: EngineTransaction, lo: bytes, hi: bytes, reverse: bool,
-                  what: int) -> Iterator[Any]:
-        for key_bytes, stored in self.batch_items(etxn, lo, hi, reverse):
-            yield self._output(key_bytes, stored, what)
-
-    def _output(self, key_bytes: bytes, stored: bytes, what: int) -> Any:
-        if what == _VALUES:
-            return self._decoded(key_bytes, stored)
-        try:
-            key = keylib.unpacks(key_bytes, self.prefix)
-        except CorruptKeyError as exc:
-            raise self.corrupt_key(key_bytes, exc) from None
-        if what == _KEYS:
-            return key
-        return key, self._decoded(key_bytes, stored)
-
-    def index_get(self, txn: Transaction, index_prefix: bytes, index_name: str, x: object,
-                  default: Any) -> Any:
-        """Return the value of the first record whose index tuple is `x`.
-
-        :param txn: a :class:`~centidb.txn.Transaction` of the store.
-        :param index_prefix: the index's prefix.
-        :param index_name: the index's name, for errors.
-        :param x: the index tuple (a bare value means a 1-tuple).
-        :param default: returned when no record has that index tuple.
-        :returns: the decoded record value, or `default`.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        :raises ~centidb.errors.IndexInconsistentError: if the entry points
-            at a missing record.
-        """
-        packed = pack_entry(as_key(x), index_prefix, _EMPTY)
-        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        entry = first_key(etxn, packed + _SEP, packed + _AFTER_KEY_SEP)
-        if entry is None:
-            return default
-        key_bytes = rejoined(self.prefix, entry, len(packed) + 1)
-        stored = self._stored(etxn, key_bytes)
-        if stored is None and not self.batched:
-            stored = self.batch_get(etxn, key_bytes)
-        if stored is None:
-            raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
-        return self._decoded(key_bytes, stored)
-
-    def index_records(self, index_prefix: bytes, index_name: str, items: bool,
-                      etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
-                      reverse: bool) -> Iterator[Any]:
-        """Iterate the records the entries of an index in ``[lo, hi)`` point at.
-
-        :param index_prefix: the index's prefix.
-        :param index_name: the index's name, for errors.
-        :param items: yield ``(index tuple, value)`` pairs instead of values.
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest entry key, or ``None``.
-        :param hi: the entry key at which to stop, or ``None``.
-        :param reverse: iterate from `hi` down.
-        :returns: an iterator of record values, or of pairs.
-        :raises ~centidb.errors.CorruptKeyError: (while iterating) for an
-            entry that does not hold an index tuple and a record key.
-        :raises ~centidb.errors.IndexInconsistentError: (while iterating)
-            for an entry that points at a missing record.
-        """
-        return self._scan(etxn, lo, hi, reverse, _INDEX_ITEMS if items else _INDEX_VALUES,
-                          index_prefix, index_name)
-
-# --- the entry points of Collection.get, Collection.put and Index.get ---------------
-#
-# The collection and index classes take these functions as their methods, so
-# that a get or put starts in compiled code. They read the collection's
-# public ``calls`` (a centidb.records.access.CollectionCalls) and the index's
-# public ``get_args`` and ``get_many``.
-
-def collection_get(self: Any, key: object, default: Any = None, *,
-                   txn: Transaction | None = None, rec: bool = False, encoded: bool = False,
-                   raw: bool = False) -> Any:
-    """Return the value stored under `key`, or `default`.
-
-    :param key: the key tuple (a bare value means a 1-tuple).
-    :param default: returned when there is no record under `key`.
-    :param txn: a :class:`~centidb.txn.Transaction` of the store to
-        read in (default: see the module doc).
-    :param raw: the older name of `encoded`.
-    :param rec: return a :class:`Record` (ignored with `encoded`).
-    :param encoded: return the encoder's bytes (the packer undone)
-        instead of decoding them.
-    :returns: the value, its bytes or a :class:`Record`, or `default`.
-    :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
-        the key codec cannot encode (see :func:`~centidb.keylib.packs`).
-    :raises TypeError: if `txn` is not a transaction of this store.
-    :raises ~centidb.errors.TransactionError: if `txn` has ended.
-    :raises ~centidb.errors.UnknownEncoderError: for a record packed
-        with a packer not registered in this session.
-    """
-    calls = self.calls
-    if txn is not None and not (encoded or raw):
-        return _reader_get(calls.reader, txn, key, default, rec)
-    encoded = encoded or raw
-    return calls.txns.run(txn, False, calls.records.read, as_key(key), default,
-                          encoded, rec)
-
-
-def collection_put(self: Any, rec: Any, key: object = None, blind: bool = False,
-                   txn: Transaction | None = None, packer: Any = None) -> Record:
-    """Store `rec` and update its index entries; return a :class:`Record`.
-
-    The key is `key` if given, else ``key_func(rec)``, else
-    ``txn_key_func(txn, rec)``, else the next value of the collection's
-    counter. If the key function, an index function or the encoder
-    raises, nothing is written and the exception propagates.
-
-    :param rec: the record value, or a :class:`Record`, whose ``data``
-        is stored and whose ``key`` (if not ``None``) is reused.
-    :param key: the key tuple (a bare value means a 1-tuple).
-    :param blind: false: any record already under the key is read so
-        its stale index entries are removed. True skips that read: the
-        caller promises the key is new (if it is not, the old record's
-        index entries that differ are left behind, pointing at the new
-        record).
-    :param txn: a write :class:`~centidb.txn.Transaction` of the store
-        (default: see the module doc).
-    :param packer: the :class:`~centidb.encodings.Encoder` that
-        compresses this record (default: the collection's packer).
-    :returns: the stored :class:`Record`.
-    :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
-        added in this session.
-    :raises ~centidb.errors.UnsupportedKeyTypeError: for a key or index
-        tuple element the key codec cannot encode (also
-        :class:`~centidb.errors.KeyEncodingError`, as
-        :func:`~centidb.keylib.packs`).
-    :raises ValueError: if the packed key or an index entry is longer
-        than the engine's ``max_key_size``.
-    :raises TypeError: if `txn` is not a transaction of this store, or
-        `packer` not an ``Encoder``.
-    :raises ~centidb.errors.TransactionError: if `txn` has ended or is
-        read-only.
-    :raises ~centidb.errors.UnknownEncoderError: if `packer` is new to
-        the store while this thread has a write transaction open.
-    :raises ~centidb.errors.LimitExceededError: if the stored value is
-        larger than the engine's ``max_value_size`` (nothing is written).
-    """
-    calls = self.calls
-    if txn is None:
-        txn = calls.txns.current_write()
-        if txn is None:
-            if packer is not None:
-                calls.register_packer(packer)   # registers it before begin()
-            with calls.txns.begin(True) as own:
-                if packer is None:
-                    record = _writer_write(calls.writer, own, rec, key, blind)
-                    if record is not None:
-                        return record
-                return calls.put_general(own, rec, key, blind, packer)
-    if packer is None:
-        record = _writer_write(calls.writer, txn, rec, key, blind)
-        if record is not None:
-            return record
-    return calls.put_general(txn, rec, key, blind, packer)
-
-
-
-def index_get(self: Any, tup: object, default: Any = None, *, rec: bool = False,
-              txn: Transaction | None = None) -> Any:
-    """Return the value of the first record whose index tuple equals `tup`.
-
-    "First" is in record key order among the entries for `tup`.
-
-    :param tup: the index tuple (a bare value means a 1-tuple).
-    :param default: returned when no record has that index tuple.
-    :param rec: return the record as a :class:`~centidb.records.Record`
-        (its key and value), as ``Collection.get(rec=True)`` does.
-    :param txn: a :class:`~centidb.txn.Transaction` of the store to
-        read in (default: see the module doc).
-    :returns: the record's value (or :class:`~centidb.records.Record`),
-        or `default`.
-    :raises TypeError: if `txn` is not a transaction of this store.
-    :raises ~centidb.errors.TransactionError: if `txn` has ended.
-    :raises ~centidb.errors.IndexInconsistentError: if the entry points
-        at a missing record.
-    :raises ~centidb.errors.UnknownEncoderError: for a record packed
-        with a packer not registered in this session.
-    """
-    if rec or txn is None:
-        return self.get_many((tup,), default, rec=rec, txn=txn)[0]
-    calls, prefix, name = self.get_args
-    return _reader_index_get(calls.reader, txn, prefix, name, tup, default)
-
-
-# The entry points' calls of the reader and writer: compiled, C calls.
-
-def _reader_get(reader: RecordReader, txn: Transaction, key: object, default: Any,
-                rec: bool) -> Any:
-    if rec:
-        return reader.get_record(txn, key, default)
-    return reader.get(txn, key, default)
-
-
-def _reader_index_get(reader: RecordReader, txn: Transaction, index_prefix: bytes,
-                      index_name: str, x: object, default: Any) -> Any:
-    return reader.index_get(txn, index_prefix, index_name, x, default)
-
-
-def _writer_write(writer: Any, txn: Transaction, data: Any, key: object,
-                  blind: bool) -> Record | None:
-    # The writer may be wrapped (limits, reports): only a bare one is called in C.
-    if type(writer) is RecordWriter:
-        return _bare_write(writer, txn, data, key, blind)
-    return writer.write(txn, data, key, blind)
-
-
-def _bare_write(writer: RecordWriter, txn: Transaction, data: Any, key: object,
-                blind: bool) -> Record | None:
-    return writer.write(txn, data, key, blind)
