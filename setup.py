@@ -90,7 +90,7 @@ def extensions():
     pure_mode = cythonize(
         [Extension(module, [source_of(module)]) for module in pure_mode_modules()],
         compiler_directives={'language_level': 3, 'annotation_typing': False,
-                             'binding': True, 'embedsignature': True},
+                             'binding': True},
         quiet=True,
     )
     return twins + pure_mode

@@ -14,9 +14,6 @@ N records in one write transaction. Insert variants, per engine and mode
 * ``put_many, 1000 a call``: the same records in calls of 1000 (what the
   docstring advises for large imports: a long batch, held in memory until
   it is written, falls out of the CPU caches);
-* ``put_many, pure writer`` (speedups mode only): the same with the
-  pure-Python ``RecordWriter`` over the compiled key codec, so the ratio to
-  ``put_many`` is what the compiled ``write_many`` buys;
 * ``raw lmdb``: benchy's hand-written LMDB loop storing the same keys.
 
 Then, on the indexed store: ``Index.get_many`` of a sample against a loop of
@@ -28,11 +25,11 @@ disturbed by other work on the machine than wall time. Stores live in a
 temporary directory removed at the end.
 
 ``--ops VARIANT MODE N`` stores N records one way (VARIANT: ``loop``,
-``put_many``, ``chunks`` (1000 a call), ``pure``, ``raw``; MODE: one of the insert modes) into a fresh
+``put_many``, ``chunks`` (1000 a call), ``raw``; MODE: one of the insert modes) into a fresh
 store of the first of --engines and exits, for instruction counts, which do not depend on the
 machine's load; VARIANT ``none`` only makes the records::
 
-    for v in none loop put_many pure raw; do
+    for v in none loop put_many raw; do
       valgrind --tool=callgrind --callgrind-out-file=/dev/null \
         python benchmarks/put_many.py --ops $v 'insert +2 idx' 20000 2>&1 | grep Collected
     done
@@ -50,13 +47,11 @@ import statistics
 import sys
 import tempfile
 import time
-from unittest import mock
 
 import lmdb
 
 import centidb
 from centidb import keylib
-from centidb.records import record as records
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INSERTS = {'insert blind': (True, False), 'insert': (False, False),
@@ -71,20 +66,16 @@ def load_benchy():
     return module
 
 
-def fresh(benchy, engine, path, indexed, writer=None):
-    """A new store and benchy's collection (with `writer` as its RecordWriter)."""
+def fresh(benchy, engine, path, indexed):
+    """A new store and benchy's collection."""
     benchy.wipe(path)
     store = benchy.open_store(engine, path)
-    if writer is None:
-        return store, benchy.open_collection(store, indexed)
-    with mock.patch.object(records, 'RecordWriter', writer):
-        return store, benchy.open_collection(store, indexed)
+    return store, benchy.open_collection(store, indexed)
 
 
 def insert(benchy, engine, path, data, variant, blind, indexed):
     """Seconds to store every record, one way; the store is left open."""
-    writer = records.PYTHON.RecordWriter if variant == 'put_many, pure writer' else None
-    store, coll = fresh(benchy, engine, path, indexed, writer)
+    store, coll = fresh(benchy, engine, path, indexed)
     recs = data.records
     gc.collect()
     start = time.process_time()
@@ -143,8 +134,7 @@ def bulk_reads(store, coll, data):
     return out
 
 
-OPS_VARIANTS = {'loop': 'loop put()', 'put_many': 'put_many', 'chunks': 'put_many, 1000 a call',
-               'pure': 'put_many, pure writer'}
+OPS_VARIANTS = {'loop': 'loop put()', 'put_many': 'put_many', 'chunks': 'put_many, 1000 a call'}
 
 
 def ops(variant, mode, n, engine):
@@ -184,8 +174,6 @@ def main():
         print('WARNING: the compiled extension is not active: pure-Python timings',
               file=sys.stderr)
     variants = ['loop put()', 'put_many', 'put_many, 1000 a call']
-    if keylib.IMPL == 'speedups':
-        variants.append('put_many, pure writer')
     data = benchy.Data(args.records, min(10000, args.records))
     times = {}
     tmp = tempfile.mkdtemp(prefix='centidb-put-many-')

@@ -360,10 +360,12 @@ cdef inline int check_prefix(object prefix) except -1:
 
 
 cdef bytes pack_entry(object value, bytes prefix, bytes tail):
-    """`value` (a tuple, or a bare element) packed as one key under `prefix`,
-    then `tail` (an index entry's separator and record key, or b'')."""
+    """Mirrors keylib.pack_entry (for the compiled record layer)."""
     cdef unsigned char stack[STACK_SIZE]
     cdef Buf b
+    check_prefix(prefix)
+    if tail is None:
+        raise TypeError("can't concat NoneType to bytes")
     buf_init(&b, stack, STACK_SIZE)
     try:
         putn(&b, <const unsigned char *>PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix))
@@ -778,6 +780,29 @@ def unpacks(data, prefix=b''):
                 f'data holds {nkeys} keys; use unpacks_list() to decode it')
         elements.append(read_element(&r))
     return tuple(elements)
+
+
+cdef tuple split_first(bytes data, bytes prefix):
+    """Mirrors keylib.split_first (for the compiled record layer)."""
+    cdef Reader r
+    cdef list elements = []
+    start_reader(&r, data, prefix)
+    while r.pos < r.n:
+        if r.s[r.pos] == KEY_SEP:
+            return tuple(elements), r.pos + 1
+        elements.append(read_element(&r))
+    return tuple(elements), 0
+
+
+cdef Py_ssize_t first_key_end(bytes data, bytes prefix) except -1:
+    """Mirrors keylib.first_key_end (for the compiled record layer)."""
+    cdef Reader r
+    start_reader(&r, data, prefix)
+    while r.pos < r.n:
+        if r.s[r.pos] == KEY_SEP:
+            return r.pos + 1
+        skip_element(&r)
+    return 0
 
 
 @cython.binding(True)

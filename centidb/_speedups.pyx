@@ -1,23 +1,23 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, binding=False
-"""Compiled twins of centidb's hot paths; a shell that includes one file per layer.
+"""The compiled key codec and the compiled kernel; a shell that includes one file each.
 
-* ``_keylib.pxi``: ``packs``, ``unpacks``, ``unpacks_list``, ``count_groups``, mirroring
-  ``centidb/keylib.py``;
-* ``_encodings.pxi``: ``msgpack_decoder`` and ``msgpack_encoder``, mirroring ``centidb/encodings.py``;
-* ``_engines.pxi``: ``FastCalls``, which every engine transaction holds as
-  ``fast``, mirroring ``centidb/engines/fastcalls.py``;
-* ``_records.pxi``: ``index_entries``, ``Record``, ``RecordWriter`` and
-  ``RecordReader``, mirroring ``centidb/records/record.py``;
-* ``_collection.pxi``, ``_index.pxi``: the entry points of
-  ``Collection.get``/``put`` and ``Index.get``.
+* ``_keylib.pxi``: the key codec's twin: ``packs``, ``unpacks``,
+  ``unpacks_list``, ``count_groups``, mirroring ``centidb/keylib.py``, and
+  the C functions ``pack_entry``, ``split_first`` and ``first_key_end``
+  that the compiled record layer cimports (``_speedups.pxd``);
+* ``_kernel.pxi``: the kernel, a few functions that take data and return
+  data, each with a pure-Python form of the same name: ``may_nest_deeper``
+  (of ``centidb/msgpackcodec.py``), and ``body_of`` and ``rejoined`` (of
+  ``centidb/records/kernel.py``; cimported, as are ``seal`` and ``intact``).
 
-The pure-Python modules hold the documentation and are the reference (public
-functions are compiled with ``binding=True`` so the chooser can copy their
-docstrings): both must produce identical bytes and raise identical exception
-types. :data:`TWINS` lists every name provided; ``centidb.impl`` alone
-chooses between the two, so do not import this module directly. It imports
-only ``centidb.errors`` and ``centidb.keyformat``: the classes it works for
-pass in everything else.
+Everything else that is compiled is compiled from its own source (the
+modules in :data:`centidb.impl.PURE_MODE`). The pure-Python forms hold the
+documentation and are the reference (public functions are compiled with
+``binding=True`` so the chooser can copy their docstrings): both must
+produce identical bytes and raise identical exception types. :data:`TWINS`
+lists every Python name provided; ``centidb.impl`` alone chooses between
+the two, so do not import this module directly. It imports only
+``centidb.errors`` and ``centidb.keyformat``.
 
 The format constants are copied into a ``cdef enum`` for speed;
 ``FORMAT_CONSTANTS`` exposes the copies so the parity test can compare them
@@ -25,7 +25,6 @@ with ``centidb.keyformat``.
 """
 
 import datetime as _dt
-import threading as _threading
 import uuid as _uuid
 from zlib import crc32 as _crc32
 
@@ -42,7 +41,6 @@ from cpython.long cimport (
 )
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from cpython.pythread cimport PyThread_get_thread_ident
 from libc.math cimport frexp, ldexp, isnan, isinf, signbit, floor
 from libc.stdint cimport uint64_t, int64_t
 from libc.stdlib cimport malloc, realloc, free
@@ -56,13 +54,7 @@ cdef extern from "Python.h":
     void PyObject_GC_UnTrack(void *)
 
 #: The names this module provides, each the twin of the pure-Python name.
-TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'index_entries', 'Record',
-         'RecordWriter', 'RecordReader', 'msgpack_decoder', 'msgpack_encoder')
+TWINS = ('packs', 'unpacks', 'unpacks_list', 'count_groups', 'may_nest_deeper')
 
 include "_keylib.pxi"
-include "_encodings.pxi"
-include "_engines.pxi"
-include "_fastpath.pxi"
-include "_records.pxi"
-include "_collection.pxi"
-include "_index.pxi"
+include "_kernel.pxi"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 
-from centidb import batches, encodings, impl, keylib
+from centidb import batches, encodings, keylib
 from centidb.records.access import CollectionCalls, Records
 from centidb.batches import BatchView
 from centidb.catalog import Catalog
@@ -32,6 +32,7 @@ from centidb.keylib import Key
 from centidb.metarecords import CollectionInfo
 from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
 from centidb.records import Record, as_key
+from centidb.records.entry import collection_get, collection_put
 from centidb.txn import Transaction, TxnManager
 from centidb.records.writing import KeySource
 
@@ -42,95 +43,6 @@ _Check = TypeVar('_Check', bound=Callable[[Key, Any], object])
 _MISSING = object()
 
 __all__ = ['Collection']
-
-
-def _collection_get(self: Collection, key: object, default: Any = None, *,
-                    txn: Transaction | None = None, rec: bool = False, encoded: bool = False,
-                    raw: bool = False) -> Any:
-    """Return the value stored under `key`, or `default`.
-
-    :param key: the key tuple (a bare value means a 1-tuple).
-    :param default: returned when there is no record under `key`.
-    :param txn: a :class:`~centidb.txn.Transaction` of the store to
-        read in (default: see the module doc).
-    :param raw: the older name of `encoded`.
-    :param rec: return a :class:`Record` (ignored with `encoded`).
-    :param encoded: return the encoder's bytes (the packer undone)
-        instead of decoding them.
-    :returns: the value, its bytes or a :class:`Record`, or `default`.
-    :raises ~centidb.errors.UnsupportedKeyTypeError: for a key element
-        the key codec cannot encode (see :func:`~centidb.keylib.packs`).
-    :raises TypeError: if `txn` is not a transaction of this store.
-    :raises ~centidb.errors.TransactionError: if `txn` has ended.
-    :raises ~centidb.errors.UnknownEncoderError: for a record packed
-        with a packer not registered in this session.
-    """
-    calls = self.calls
-    if txn is not None and not (encoded or raw):
-        if rec:
-            return calls.reader.get_record(txn, key, default)
-        return calls.reader.get(txn, key, default)
-    encoded = encoded or raw
-    return calls.txns.run(txn, False, calls.records.read, as_key(key), default,
-                          encoded, rec)
-
-
-def _collection_put(self: Collection, rec: Any, key: object = None, blind: bool = False,
-                    txn: Transaction | None = None, packer: Encoder | None = None) -> Record:
-    """Store `rec` and update its index entries; return a :class:`Record`.
-
-    The key is `key` if given, else ``key_func(rec)``, else
-    ``txn_key_func(txn, rec)``, else the next value of the collection's
-    counter. If the key function, an index function or the encoder
-    raises, nothing is written and the exception propagates.
-
-    :param rec: the record value, or a :class:`Record`, whose ``data``
-        is stored and whose ``key`` (if not ``None``) is reused.
-    :param key: the key tuple (a bare value means a 1-tuple).
-    :param blind: false: any record already under the key is read so
-        its stale index entries are removed. True skips that read: the
-        caller promises the key is new (if it is not, the old record's
-        index entries that differ are left behind, pointing at the new
-        record).
-    :param txn: a write :class:`~centidb.txn.Transaction` of the store
-        (default: see the module doc).
-    :param packer: the :class:`~centidb.encodings.Encoder` that
-        compresses this record (default: the collection's packer).
-    :returns: the stored :class:`Record`.
-    :raises ~centidb.errors.IndexNotAddedError: if a stored index was not
-        added in this session.
-    :raises ~centidb.errors.UnsupportedKeyTypeError: for a key or index
-        tuple element the key codec cannot encode (also
-        :class:`~centidb.errors.KeyEncodingError`, as
-        :func:`~centidb.keylib.packs`).
-    :raises ValueError: if the packed key or an index entry is longer
-        than the engine's ``max_key_size``.
-    :raises TypeError: if `txn` is not a transaction of this store, or
-        `packer` not an ``Encoder``.
-    :raises ~centidb.errors.TransactionError: if `txn` has ended or is
-        read-only.
-    :raises ~centidb.errors.UnknownEncoderError: if `packer` is new to
-        the store while this thread has a write transaction open.
-    :raises ~centidb.errors.LimitExceededError: if the stored value is
-        larger than the engine's ``max_value_size`` (nothing is written).
-    """
-    calls = self.calls
-    if txn is None:
-        txn = calls.txns.current_write()
-        if txn is None:
-            if packer is not None:
-                calls.register_packer(packer)   # registers it before begin()
-            with calls.txns.begin(True) as own:
-                if packer is None:
-                    record = calls.writer.write(own, rec, key, blind)
-                    if record is not None:
-                        return record
-                return calls.put_general(own, rec, key, blind, packer)
-    if packer is None:      # inline: the common case costs no further call
-        record = calls.writer.write(txn, rec, key, blind)
-        if record is not None:
-            return record
-    return calls.put_general(txn, rec, key, blind, packer)
 
 
 class Collection:
@@ -307,7 +219,7 @@ class Collection:
 
     # --- writing -------------------------------------------------------------
 
-    put = impl.choose(_collection_put)
+    put = collection_put
 
     def _put_general(self, txn: Transaction, rec: Any, key: object, blind: bool,
                      packer: Encoder | None) -> Record:
@@ -355,7 +267,7 @@ class Collection:
 
     # --- reading -------------------------------------------------------------
 
-    get = impl.choose(_collection_get)
+    get = collection_get
 
     def get_many(self, keys: Iterable[object], default: Any = None,
                  txn: Transaction | None = None) -> list[Any]:

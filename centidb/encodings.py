@@ -55,14 +55,14 @@ import datetime
 import decimal
 import json
 import pickle
-import threading
 import uuid
 from typing import Any, Callable, Protocol
 
 import msgpack
 
-from centidb import compressors, impl
+from centidb import compressors
 from centidb.errors import ValueTooDeepError
+from centidb.msgpackcodec import check_nested, msgpack_decoder, msgpack_encoder
 
 __all__ = ['Encoder', 'Packer', 'make_msgpack_encoder', 'make_json_encoder',
            'PICKLE_ENCODER', 'PLAIN_PACKER', 'ZLIB_PACKER', 'LZ4_PACKER',
@@ -503,24 +503,6 @@ def _too_deep() -> ValueTooDeepError:
                              f'{MAX_DEPTH} levels deep (centidb.encodings.MAX_DEPTH)')
 
 
-def _check_nested(container: Any, room: int, too_deep: Callable[[], Exception]) -> None:
-    """Raise ``too_deep()`` if `container` holds more than `room` levels of containers.
-
-    `container` (a list, tuple or dict, or a subclass) is the first level.
-    Only the item types that are containers are walked into, found per
-    distinct type: a long list of scalars costs a ``set(map(type, ...))``.
-    """
-    if room <= 0:
-        raise too_deep()
-    parts = ((container.keys(), container.values()) if isinstance(container, dict)
-             else (container,))
-    for part in parts:
-        if any(issubclass(kind, _CONTAINERS) for kind in set(map(type, part))):
-            for item in part:
-                if isinstance(item, _CONTAINERS):
-                    _check_nested(item, room - 1, too_deep)
-
-
 def check_depth(value: Any) -> None:
     """Check that `value` nests lists, tuples and dicts at most :data:`MAX_DEPTH` deep.
 
@@ -533,87 +515,12 @@ def check_depth(value: Any) -> None:
         limit.
     """
     if isinstance(value, _CONTAINERS):
-        _check_nested(value, MAX_DEPTH, _too_deep)
-
-
-def msgpack_encoder(make_packer: Callable[[], Any],
-                    pack_surrogates: Callable[[Any], bytes], max_depth: int,
-                    too_deep: Callable[[], Exception]) -> Callable[[Any], bytes]:
-    """Return the msgpack encoder's ``encode``: a Packer of each thread's own.
-
-    A ``msgpack.Packer`` is not thread-safe, so each thread makes one, once.
-    The compiled twin saves a Python call per record written.
-
-    :param make_packer: makes a ``msgpack.Packer`` with centidb's options.
-    :param pack_surrogates: packs a value holding a ``str`` with a lone
-        surrogate (the packer resets itself when it cannot).
-    :param max_depth: the most levels of lists, tuples and dicts a value
-        may nest (:data:`MAX_DEPTH`).
-    :param too_deep: ``too_deep()`` returns the exception for a deeper value.
-    :returns: ``encode(value) -> bytes``.
-    """
-    local = threading.local()
-
-    def encode(value: Any) -> bytes:
-        if isinstance(value, _CONTAINERS):
-            _check_nested(value, max_depth, too_deep)
-        try:
-            packer = local.packer
-        except AttributeError:
-            packer = local.packer = make_packer()
-        try:
-            result: bytes = packer.pack(value)
-            return result
-        except UnicodeEncodeError:
-            return pack_surrogates(value)
-    return encode
-
-
-# Every byte that can open a msgpack map, array or extension (a tuple's is
-# one): a value cannot nest deeper than its data holds such bytes.
-_OPENING_BYTES = bytes([*range(0x80, 0xA0), 0xC7, 0xC8, 0xC9, *range(0xD4, 0xD9),
-                        0xDC, 0xDD, 0xDE, 0xDF])
-_OTHER_BYTES = bytes(sorted(set(range(256)) - set(_OPENING_BYTES)))
+        check_nested(value, MAX_DEPTH, _too_deep)
 
 
 def _too_deep_stored() -> ValueError:
     return ValueError(f'the stored value nests lists, tuples and dicts more than '
                       f'{MAX_DEPTH} levels deep (centidb.encodings.MAX_DEPTH)')
-
-
-def msgpack_decoder(unpackb: Callable[..., Any], ext_hook: Callable[[int, bytes], Any],
-                    max_depth: int = 0,
-                    too_deep: Callable[[], Exception] | None = None) -> Callable[[bytes], Any]:
-    """Return the msgpack encoder's ``decode``: `unpackb` with centidb's options.
-
-    Map keys may be any key type, extension types go to `ext_hook`, and a
-    ``str`` holding a lone surrogate decodes. The compiled twin saves a
-    Python call per record read.
-
-    :param unpackb: ``msgpack.unpackb``.
-    :param ext_hook: decodes centidb's extension types.
-    :param max_depth: if above 0, a value nesting lists, tuples and dicts
-        deeper raises ``too_deep()``. Only data holding more than
-        `max_depth` bytes that can open a container is walked.
-    :param too_deep: see `max_depth`.
-    :returns: ``decode(data) -> value``.
-    """
-    def decode(data: bytes) -> Any:
-        try:
-            value = unpackb(data, strict_map_key=False, ext_hook=ext_hook)
-        except UnicodeDecodeError:
-            # A lone surrogate, or bad bytes: ValueError, as enclosing tuples retry on this.
-            try:
-                value = unpackb(data, strict_map_key=False, ext_hook=ext_hook,
-                                unicode_errors='surrogatepass')
-            except UnicodeDecodeError as exc:
-                raise ValueError(f'a msgpack str holds bytes that are not UTF-8: {exc}') from None
-        if (max_depth > 0 and len(data) > max_depth
-                and len(bytes(data).translate(None, _OTHER_BYTES)) > max_depth
-                and isinstance(value, _CONTAINERS)):
-            _check_nested(value, max_depth, too_deep)  # type: ignore[arg-type]  # given with max_depth
-        return value
-    return decode
 
 
 # msgpack has no type information: these say what its two functions return.
@@ -758,8 +665,6 @@ ZSTD_PACKER = _PACKERS.get('zstd')
 SNAPPY_PACKER = _PACKERS.get('snappy')
 
 
-msgpack_decoder = impl.choose(msgpack_decoder)
-msgpack_encoder = impl.choose(msgpack_encoder)
 #: msgpack's ``ext_hook`` for a whole value: its tuples are at level 1.
 _msgpack_ext = _ext_hooks()
 _msgpack_decode = msgpack_decoder(_unpackb, _msgpack_ext, MAX_DEPTH, _too_deep_stored)

@@ -1,12 +1,13 @@
 """Chooses, once per process, the compiled or the pure-Python implementation.
 
-centidb's hot paths exist twice: the pure-Python reference (in
-:mod:`centidb.keylib` and :mod:`centidb.records`, which hold the
-documentation) and the compiled twin ``centidb._speedups``, whose
-``TWINS`` tuple lists the names it provides. The modules named in
+The key codec exists twice: the pure-Python reference :mod:`centidb.keylib`,
+which holds the documentation, and its compiled twin in
+``centidb._speedups``, whose ``TWINS`` tuple lists the names it provides
+(the codec's, and the kernel's one Python name). The modules named in
 :data:`PURE_MODE` exist once: Cython compiles their own ``.py`` source (with
 the types of the ``.pxd`` file beside it) into an extension module of the
-same name, and this module's import hook loads either that or the source.
+same name, and this module's import hook loads either all of those or all
+the sources.
 This module alone decides which is active, from two environment variables
 read at import:
 
@@ -38,7 +39,9 @@ __all__ = ['IMPL', 'COMPILED', 'PURE_MODE', 'choose', 'compiled_module', 'source
 
 #: The modules Cython compiles from their own source (pure-Python mode).
 #: ``setup.py`` reads this tuple; keep it one literal.
-PURE_MODE = ('centidb.engines.writelog',)
+PURE_MODE = ('centidb.engines.writelog', 'centidb.engines.fastcalls', 'centidb.txn',
+             'centidb.msgpackcodec', 'centidb.records.fastpath', 'centidb.records.record',
+             'centidb.records.reader', 'centidb.records.entry')
 #: The file, beside the package's compiled modules, in which the build notes
 #: the SHA-256 of each :data:`PURE_MODE` source it compiled, one
 #: ``module digest`` line each.
@@ -123,8 +126,34 @@ def _compiled_path(name: str) -> tuple[str | None, str]:
     return found[0], ''
 
 
+_usable: tuple[dict[str, str], str] | None = None
+
+
+def _usable_compiled() -> tuple[dict[str, str], str]:
+    """The compiled file of every :data:`PURE_MODE` module, or ``{}`` and why not.
+
+    All or none: the compiled modules cimport each other's classes, which a
+    module loaded from its source does not provide.
+    """
+    global _usable
+    if _usable is None:
+        files: dict[str, str] = {}
+        why = ''
+        for name in PURE_MODE:
+            compiled, reason = _compiled_path(name)
+            if compiled is None:
+                files, why = {}, f'the compiled {name} cannot be used: {reason}'
+                break
+            files[name] = compiled
+        _usable = files, why
+    return _usable
+
+
 class _PureModeFinder(importlib.abc.MetaPathFinder):
-    """Loads each :data:`PURE_MODE` module compiled or from source, as :data:`COMPILED` says."""
+    """Loads the :data:`PURE_MODE` modules compiled or from source, as :data:`COMPILED` says.
+
+    They are compiled only all together (see :func:`_usable_compiled`).
+    """
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: types.ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
@@ -132,18 +161,17 @@ class _PureModeFinder(importlib.abc.MetaPathFinder):
         if fullname not in PURE_MODE:
             return None
         if COMPILED is not None:
-            compiled, why = _compiled_path(fullname)
+            files, why = _usable_compiled()
+            compiled = files.get(fullname)
             if compiled is not None:
                 return importlib.util.spec_from_file_location(
                     fullname, compiled,
                     loader=importlib.machinery.ExtensionFileLoader(fullname, compiled))
             if _env_flag('CENTIDB_REQUIRE_SPEEDUPS'):
-                raise ImportError(f'CENTIDB_REQUIRE_SPEEDUPS=1 but the compiled {fullname} '
-                                  f'cannot be used: {why}; rebuild it (bash dev/setup.sh in a '
-                                  f'checkout, else reinstall centidb)')
-            warnings.warn(f'the compiled {fullname} cannot be used: {why}; using its '
-                          f'pure-Python source. Rebuild it (bash dev/setup.sh in a checkout, else '
-                          f'reinstall centidb).',
+                raise ImportError(f'CENTIDB_REQUIRE_SPEEDUPS=1 but {why}; rebuild it (bash '
+                                  f'dev/setup.sh in a checkout, else reinstall centidb)')
+            warnings.warn(f'{why}; using the pure-Python source of {fullname}. Rebuild '
+                          f'(bash dev/setup.sh in a checkout, else reinstall centidb).',
                           RuntimeWarning, stacklevel=2)
         source = _source_path(fullname)
         return importlib.util.spec_from_file_location(
@@ -177,10 +205,23 @@ def source_version(name: str) -> types.ModuleType:
     return _versions[name, False]
 
 
+def _cimported(name: str) -> list[str]:
+    """The :data:`PURE_MODE` modules whose classes the ``.pxd`` of `name` cimports."""
+    try:
+        with open(_source_path(name)[:-len('.py')] + '.pxd', encoding='utf-8') as f:
+            text = f.read()
+    except OSError:
+        return []
+    return [other for other in PURE_MODE
+            if other != name and f'from {other} cimport' in text]
+
+
 def compiled_version(name: str) -> types.ModuleType | None:
     """The :data:`PURE_MODE` module `name` compiled, whichever is active; None if not built.
 
-    For parity tests and benchmarks, as :func:`source_version`.
+    For parity tests and benchmarks, as :func:`source_version`. Also None
+    while a module it cimports is active from its source: the compiled
+    module would not find the compiled classes it was built against.
 
     :param name: a name in :data:`PURE_MODE`.
     """
@@ -192,6 +233,11 @@ def compiled_version(name: str) -> types.ModuleType | None:
         compiled, _ = _compiled_path(name)
         if compiled is None:
             return None
+        for other in _cimported(name):
+            __import__(other)
+            if not isinstance(sys.modules[other].__loader__,
+                              importlib.machinery.ExtensionFileLoader):
+                return None
         loader = importlib.machinery.ExtensionFileLoader(name, compiled)
         spec = importlib.util.spec_from_file_location(name, compiled, loader=loader)
         assert spec is not None

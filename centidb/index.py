@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Final, Iterable, Iterator, Optional
 
-from centidb import impl, keylib
+from centidb import keylib
 from centidb.catalog import Catalog
 from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
@@ -19,37 +19,11 @@ from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
 from centidb.records.access import CollectionCalls
 from centidb.records.entries import corrupt_entry_error, first_entry, split_entries
 from centidb.records import as_key
+from centidb.records.entry import index_get
 from centidb.records.entries import delete_prefix
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Index', 'IndexSet']
-
-
-def _index_get(self: Index, tup: object, default: Any = None, *, rec: bool = False,
-               txn: Transaction | None = None) -> Any:
-    """Return the value of the first record whose index tuple equals `tup`.
-
-    "First" is in record key order among the entries for `tup`.
-
-    :param tup: the index tuple (a bare value means a 1-tuple).
-    :param default: returned when no record has that index tuple.
-    :param rec: return the record as a :class:`~centidb.records.Record`
-        (its key and value), as ``Collection.get(rec=True)`` does.
-    :param txn: a :class:`~centidb.txn.Transaction` of the store to
-        read in (default: see the module doc).
-    :returns: the record's value (or :class:`~centidb.records.Record`),
-        or `default`.
-    :raises TypeError: if `txn` is not a transaction of this store.
-    :raises ~centidb.errors.TransactionError: if `txn` has ended.
-    :raises ~centidb.errors.IndexInconsistentError: if the entry points
-        at a missing record.
-    :raises ~centidb.errors.UnknownEncoderError: for a record packed
-        with a packer not registered in this session.
-    """
-    if rec or txn is None:
-        return self.get_many((tup,), default, rec=rec, txn=txn)[0]
-    calls, prefix, name = self.get_args
-    return calls.reader.index_get(txn, prefix, name, tup, default)
 
 
 class Index:
@@ -237,7 +211,7 @@ class Index:
     def __contains__(self, tup: object) -> bool:
         return self.has(tup)
 
-    get = impl.choose(_index_get)
+    get = index_get
 
     def get_many(self, tups: Iterable[object], default: Any = None, *, rec: bool = False,
                  txn: Transaction | None = None) -> list[Any]:

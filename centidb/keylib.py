@@ -36,7 +36,7 @@ from centidb.keyformat import (
     TAG_ZERO, Desc, Key,
 )
 
-__all__ = ['packs', 'unpacks', 'unpacks_list', 'split_first', 'decode_group', 'prefix_range',
+__all__ = ['packs', 'unpacks', 'unpacks_list', 'pack_entry', 'split_first', 'first_key_end', 'decode_group', 'prefix_range',
            'past_elements', 'startswith_range', 'upper_bound',
            'after_key', 'next_prefix', 'count_groups', 'Desc', 'Key', 'IMPL']
 
@@ -238,6 +238,19 @@ def packs(key: object, prefix: bytes = b'') -> bytes:
 
 
 # --- decoding ----------------------------------------------------------------
+
+def pack_entry(key: object, prefix: bytes, tail: bytes) -> bytes:
+    """Return one key packed under `prefix`, followed by `tail`.
+
+    :func:`packs` for one key tuple (or bare element), never a list of keys.
+
+    :param key: the key tuple, or one element.
+    :param prefix: ``bytes`` to start with.
+    :param tail: ``bytes`` to end with.
+    :raises ~centidb.errors.KeyEncodingError: as :func:`packs` (and its subclass).
+    """
+    return packs(key if isinstance(key, tuple) else (key,), prefix) + tail
+
 
 def _corrupt(message: str, pos: int) -> CorruptKeyError:
     return CorruptKeyError(f'invalid key encoding: {message} at offset {pos}')
@@ -456,8 +469,7 @@ def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
     """Decode the first key of bytes made by :func:`packs` from a list of keys.
 
     An index entry's record key need not be decoded to be read: it is the
-    bytes past the separator. (Pure Python in both implementations; the
-    compiled record reader has its own.)
+    bytes past the separator.
 
     :param data: the encoding (``bytes``).
     :param prefix: ``bytes`` that `data` must start with; they are skipped.
@@ -482,6 +494,16 @@ def split_first(data: bytes, prefix: bytes = b'') -> tuple[Key, int]:
             value, pos = _decode_element(data, pos)
         elements.append(value)
     return tuple(elements), 0
+
+
+def first_key_end(data: bytes, prefix: bytes = b'') -> int:
+    """:func:`split_first`'s position only (compiled, the key is checked, not decoded).
+
+    :param data: the encoding (``bytes``).
+    :param prefix: ``bytes`` that `data` must start with.
+    :raises ~centidb.errors.CorruptKeyError: as :func:`split_first`.
+    """
+    return split_first(data, prefix)[1]
 
 
 def decode_group(data: bytes, prefix: bytes, size: int,

@@ -69,7 +69,8 @@ class Transaction:
         underneath; ``None`` once this transaction has ended.
     """
 
-    # Slots: checked_engine_txn reads the first three on every call.
+    # Slots: checked_engine_txn reads the first three on every call
+    # (compiled, they are the C fields txn.pxd declares).
     __slots__ = ('manager', 'write', 'engine_txn', 'undo', 'changes', '__weakref__')
 
     def __init__(self, manager: TxnManager, write: bool,

@@ -51,6 +51,12 @@ MODULES = {
     'records': ('centidb/records/record.py', [
         'tests/test_records_record.py', 'tests/test_collection*.py', 'tests/test_index.py',
         'tests/test_store_verify.py']),
+    'reader': ('centidb/records/reader.py', [
+        'tests/test_records_reader.py', 'tests/test_records_record.py', 'tests/test_collection*.py',
+        'tests/test_index.py', 'tests/test_store_verify.py']),
+    'entry': ('centidb/records/entry.py', [
+        'tests/test_records_entry.py', 'tests/test_records_record.py', 'tests/test_collection*.py',
+        'tests/test_index.py']),
     'access': ('centidb/records/access.py', [
         'tests/test_records_access.py', 'tests/test_records_record.py', 'tests/test_collection*.py',
         'tests/test_index.py', 'tests/test_store_verify.py', 'tests/test_bulk.py',

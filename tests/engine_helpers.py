@@ -59,3 +59,32 @@ def events(store):
     for pkg, n in EVENTS:
         coll.put({'pkg': pkg, 'n': n})
     return coll
+
+
+def counting_engine(fast):
+    """A MemoryEngine wrapper logging each get, seek and (if `fast`) unchecked get."""
+    from centidb.engines import MemoryEngine, WrapperEngine, WrapperTransaction
+
+    class Txn(WrapperTransaction):
+        def __init__(self, engine, inner):
+            super().__init__(engine, inner)
+            if fast:
+                self.fast.get = lambda key: engine.calls.append('fast_get') or inner.get(key)
+
+        def get(self, key):
+            self.engine.calls.append('get')
+            return super().get(key)
+
+        def get_many(self, keys):
+            self.engine.calls.append('get_many')
+            return super().get_many(keys)
+
+        def first(self, lo=None, hi=None, reverse=False):
+            self.engine.calls.append('first')
+            return super().first(lo, hi, reverse)
+
+    class Engine(WrapperEngine):
+        transaction_class = Txn
+        calls = []
+
+    return Engine(MemoryEngine())

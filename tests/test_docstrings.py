@@ -10,8 +10,10 @@ class docstring).
 
 The key codec functions may be compiled twins (see :mod:`centidb.keylib`):
 the docstrings checked for them are the pure module's, reached through
-``keylib.PYTHON`` and ``records.PYTHON``, never the copy
-the chooser puts on the twin. The twins are checked separately.
+``keylib.PYTHON``, never the copy the chooser puts on the twin. The modules
+Cython compiles from their own source (:data:`centidb.impl.PURE_MODE`) are
+walked in their source version, which holds the documentation. The twins,
+and the compiled modules' copies of the docstrings, are checked separately.
 """
 
 import importlib
@@ -24,11 +26,12 @@ import pytest
 
 import centidb
 from centidb import (
-    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection, dumpfile, dumpformat, encodings, engines, errors, impl, index, keyformat, hooks, keylib, models, query, store, txn,
+    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection, dumpfile, dumpformat, encodings, engines, errors, impl, index, keyformat, hooks, keylib, models, msgpackcodec, query, store, txn,
 )
 from centidb import records as records_package
 from centidb.records import (
-    access, entries, fastpath, limits, record as records, savepoint, writing,
+    access, entries, entry, fastpath, kernel, limits, reader, record as records, savepoint,
+    writing,
 )
 from centidb.store import admin, verify
 from centidb.cli import commands as cli_commands, common as cli_common, dump as cli_dump
@@ -47,16 +50,15 @@ MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            models, model, modelindex, fields, store, admin, hooks, verify, catalog, metarecords, collection,
            collinfo,
            index, query, access, entries, writing,
-           savepoint, limits, records_package, records, fastpath, txn,
+           savepoint, limits, records_package, records, reader, entry, kernel, fastpath, txn,
            impl, checksums, compressors,
-           engines, *ENGINE_MODULES, encodings, dumpformat, dumpfile, keylib, keyformat, errors, batches]
+           engines, *ENGINE_MODULES, encodings, msgpackcodec, dumpformat, dumpfile, keylib, keyformat, errors, batches]
 
 #: Twin functions and the pure function holding their documentation.
 PURE = {
     (keylib, 'packs'): keylib.PYTHON.packs,
     (keylib, 'unpacks'): keylib.PYTHON.unpacks,
     (keylib, 'unpacks_list'): keylib.PYTHON.unpacks_list,
-    (records, 'index_entries'): records.PYTHON.index_entries,
 }
 
 
@@ -64,11 +66,18 @@ def pure_version(module, name, obj):
     """The pure-Python object behind a public name that may be a twin.
 
     Besides :data:`PURE`, a module with twins keeps the pure versions in its
-    ``PYTHON`` namespace (for example ``records.PYTHON.RecordWriter``).
+    ``PYTHON`` namespace (for example ``keylib.PYTHON.count_groups``).
     """
     if (module, name) in PURE:
         return PURE[module, name]
     return getattr(getattr(module, 'PYTHON', None), name, obj)
+
+
+def source_of(module):
+    """`module`, or its source version if Cython compiles it (PURE_MODE)."""
+    if module.__name__ in impl.PURE_MODE:
+        return impl.source_version(module.__name__)
+    return module
 
 _DOCUMENTABLE = (staticmethod, classmethod, property)
 
@@ -83,7 +92,7 @@ def public_objects():
     A name is checked in the module that defines it, not where it is
     imported or re-exported.
     """
-    for module in MODULES:
+    for module in map(source_of, MODULES):
         yield module.__name__, module, None
         seen = set()
         for name, obj in sorted(vars(module).items()):
@@ -108,10 +117,11 @@ def _public_members(prefix, cls):
         attr = vars(owner)[name]
         if isinstance(attr, _DOCUMENTABLE):
             attr = attr.fget if isinstance(attr, property) else attr.__func__
-        if not inspect.isfunction(attr):
-            # A compiled twin (``get = impl.choose(_collection_get)``): check
-            # the pure function of its name, in the module of the class.
-            attr = vars(sys.modules[owner.__module__]).get(getattr(attr, '__name__', ''), attr)
+        module = getattr(attr, '__module__', None)
+        if not inspect.isfunction(attr) and module in impl.PURE_MODE:
+            # A function of a compiled module (``get = collection_get``):
+            # check its source version.
+            attr = getattr(impl.source_version(module), attr.__name__)
         if not inspect.isfunction(attr):
             continue    # data attributes are documented with ``#:`` comments
         yield f'{prefix}.{name}', attr, cls
@@ -141,6 +151,8 @@ def test_the_walk_finds_the_api():
     names = {name for name, _, _ in PUBLIC}
     for expected in ('centidb.store.open', 'centidb.store.Store.collection',
                      'centidb.collection.Collection.put',
+                     'centidb.collection.Collection.get',       # compiled when built
+                     'centidb.index.Index.get',
                      'centidb.collection.Collection.find',      # inherited
                      'centidb.engines.base.EngineTransaction.state',  # a property
                      'centidb.engines.lmdb.LmdbEngine.__init__',
@@ -258,6 +270,42 @@ def test_twins_have_docstrings_and_matching_signatures():
         # binding=True gives the twin a signature autodoc and help() can show.
         assert (list(inspect.signature(twin).parameters)
                 == list(inspect.signature(getattr(pure, name)).parameters))
-    if impl.COMPILED is not None:
-        assert (list(inspect.signature(records.index_entries).parameters)
-                == list(inspect.signature(records.PYTHON.index_entries).parameters))
+
+
+def _compiled_and_source(name):
+    """``(qualified name, compiled object, source object)`` for each public
+    function, class and public method of the PURE_MODE module `name`."""
+    source, active = impl.source_version(name), sys.modules[name]
+    for attr, obj in vars(source).items():
+        if attr.startswith('_') or not callable(obj) or getattr(obj, '__module__', None) != name:
+            continue
+        compiled = getattr(active, attr, None)
+        if compiled is None:
+            # A C function of the .pxd (not public once compiled), never an exported name.
+            assert attr not in getattr(source, '__all__', ()), f'{name}.{attr} is not compiled'
+            continue
+        yield f'{name}.{attr}', compiled, obj
+        if inspect.isclass(obj):
+            for method, func in vars(obj).items():
+                if inspect.isfunction(func) and not method.startswith('_'):
+                    yield f'{name}.{attr}.{method}', getattr(compiled, method), func
+
+
+@pytest.mark.parametrize('name', impl.PURE_MODE)
+def test_compiled_modules_carry_their_sources_docstrings_and_signatures(name):
+    """help() on a compiled module shows its source's documentation, and the
+    same parameters (a class's constructor aside: Cython gives none)."""
+    if sys.modules[name].__file__.endswith('.py'):
+        pytest.skip('the active module is its source')
+    checked = 0
+    for qualified, compiled, source in _compiled_and_source(name):
+        if source.__doc__ is None:
+            assert compiled.__doc__ is None, qualified
+        else:
+            # As written: no signature line is embedded (setup.py).
+            assert inspect.cleandoc(compiled.__doc__) == inspect.cleandoc(source.__doc__), qualified
+        if not inspect.isclass(source):
+            assert (list(inspect.signature(compiled).parameters)
+                    == list(inspect.signature(source).parameters)), qualified
+        checked += 1
+    assert checked >= 3     # entry.py has three public functions

@@ -597,3 +597,25 @@ def test_decode_group_keeps_the_group_and_where_it_ends(keys, size):
     (b'\x10\x7f', 1)])                              # unknown tag
 def test_decode_group_refuses_what_unpacks_list_refuses(data, parts):
     assert keylib.decode_group(data, b'\x10', 1, parts) is None
+
+
+# --- pack_entry: the record layer's form of packs ----------------------------------
+
+@given(strategies.keys | strategies.elements, st.binary(max_size=5), st.binary(max_size=5))
+def test_pack_entry_is_the_key_packed_under_the_prefix_then_the_tail(key, prefix, tail):
+    """A tuple is the key; any other value one element of it."""
+    as_tuple = key if isinstance(key, tuple) else (key,)
+    assert keylib.pack_entry(key, prefix, tail) == packs(as_tuple, prefix) + tail
+    assert keylib.pack_entry(key, prefix, tail).startswith(prefix)
+
+
+def test_pack_entry_takes_a_namedtuple_as_a_key_and_a_list_as_one_element():
+    import collections
+    pair = collections.namedtuple('pair', 'a b')
+    assert keylib.pack_entry(pair(1, 'x'), b'p', b'!') == packs((1, 'x'), b'p') + b'!'
+    with pytest.raises(errors.UnsupportedKeyTypeError):
+        keylib.pack_entry([1, 2], b'p', b'')        # never a list of keys
+    with pytest.raises(TypeError):
+        keylib.pack_entry(1, 'p', b'')
+    with pytest.raises(TypeError):
+        keylib.pack_entry(1, b'p', 'tail')

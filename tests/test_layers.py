@@ -20,10 +20,10 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 #: Lowest first; modules on one line share a layer and may not import each other.
 LAYERS = [
-    ['errors', 'keyformat', 'checksums'],
+    ['errors', 'keyformat', 'checksums', '_nocython'],
     ['_speedups'],
     ['impl'],
-    ['keylib', 'compressors'],
+    ['keylib', 'compressors', 'msgpackcodec'],
     ['encodings', 'dumpformat'],
     ['dumpfile'],
     ['engines.fastcalls'],
@@ -72,12 +72,16 @@ def module_files():
             if name == '__init__.py':
                 found[package] = os.path.join(directory, name)
             elif name.endswith('.py'):
-                found['.'.join(filter(None, [package, name[:-3]]))] = os.path.join(directory, name)
+                path = os.path.join(directory, name)
+                # A module Cython compiles as it is: its .pxd's cimports count too.
+                pxd = path[:-len('.py')] + '.pxd'
+                found['.'.join(filter(None, [package, name[:-3]]))] = (
+                    [path, pxd] if os.path.exists(pxd) else path)
             elif name.endswith(('.pyx', '.pxi')):
                 # The included files are parts of the one compiled module.
                 found.setdefault('_speedups', [])
     found['_speedups'] = [os.path.join(ROOT, name) for name in sorted(os.listdir(ROOT))
-                          if name.endswith(('.pyx', '.pxi'))]
+                          if name.endswith(('.pyx', '.pxi')) or name == '_speedups.pxd']
     return found
 
 

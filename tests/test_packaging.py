@@ -22,7 +22,7 @@ def source_copy(tmp_path):
         copy = tmp_path / os.path.relpath(directory, ROOT)
         copy.mkdir()
         for name in names:
-            if name.endswith(('.py', '.pyx', '.pxi', '.pyi')) or name == 'py.typed':
+            if name.endswith(('.py', '.pyx', '.pxi', '.pxd', '.pyi')) or name == 'py.typed':
                 shutil.copy(os.path.join(directory, name), copy)
     return tmp_path
 
@@ -83,3 +83,21 @@ def test_built_package_ships_its_types(source_copy):
     built = source_copy / 'typed-build' / 'centidb'
     assert (built / 'py.typed').is_file()
     assert (built / '_speedups.pyi').is_file()
+
+
+def test_the_source_distribution_holds_every_build_input():
+    """MANIFEST.in takes each file Cython reads (.pyx, .pxi, .pxd) and the
+    stub into an sdist, whose build would otherwise fail or lose speed."""
+    import fnmatch
+    with open(os.path.join(ROOT, 'MANIFEST.in')) as f:
+        patterns = [line.split()[2:] for line in f
+                    if line.split()[:2] == ['recursive-include', 'centidb']]
+    patterns = [pattern for line in patterns for pattern in line]
+    inputs = []
+    for directory, subdirectories, names in os.walk(os.path.join(ROOT, 'centidb')):
+        subdirectories[:] = [name for name in subdirectories if name != '__pycache__']
+        inputs += [name for name in names if name.endswith(('.pyx', '.pxi', '.pxd', '.pyi'))]
+    assert any(name.endswith('.pxd') for name in inputs)
+    missing = [name for name in inputs
+               if not any(fnmatch.fnmatch(name, pattern) for pattern in patterns)]
+    assert missing == []

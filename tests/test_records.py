@@ -2,12 +2,13 @@
 
 import centidb
 from centidb import keylib, records
-from centidb.records import record
+from centidb.records import reader, record
 
 
 def test_the_package_offers_the_record_modules_names():
     for name in records.__all__:
-        assert getattr(records, name) is getattr(record, name)
+        module = reader if name == 'RecordReader' else record
+        assert getattr(records, name) is getattr(module, name)
 
 
 def test_the_package_record_is_the_public_record():

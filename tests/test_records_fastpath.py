@@ -270,3 +270,87 @@ def test_a_record_path_refuses_what_is_not_a_transaction_of_its_store(people):
     foreign.abort()
     other.close()
     assert people.get('bob') is None
+
+
+# --- the functions themselves -----------------------------------------------------------
+
+@pytest.mark.parametrize('offer', [(), *((name,) for name in CALLS), CALLS],
+                         ids=['none', *CALLS, 'all'])
+def test_each_function_writes_what_the_checked_methods_would(tmp_path, offer):
+    """put_many, put_one, replace_one, delete_one and first_key take the
+    engine transaction and its ``fast``: whichever calls it offers, the
+    engine ends with the same pairs as a dict given the same writes, and
+    ``writes`` grows by one per pair written or key deleted."""
+    from centidb.records import fastpath
+    engine = OfferingEngine(centidb.engines.LmdbEngine(str(tmp_path / 'db'), sync=False), offer)
+    model = {}
+    with engine.begin(write=True) as etxn:
+        fast = etxn.fast
+
+        def step(count, call, *args):
+            before = etxn.writes
+            result = call(etxn, fast, *args)
+            assert etxn.writes - before == count, (call.__name__, args)
+            return result
+
+        assert step(3, fastpath.put_many, [(b'b', b'1'), (b'd', b'2'), (b'f', b'3')]) is None
+        model.update({b'b': b'1', b'd': b'2', b'f': b'3'})
+        assert step(1, fastpath.put_one, b'c', b'4') is None
+        model[b'c'] = b'4'
+        assert step(1, fastpath.put_one, b'b', b'5') is None           # over a stored key
+        model[b'b'] = b'5'
+        if fast.replace is not None:
+            assert step(1, fastpath.replace_one, b'd', b'6') == b'2'
+            assert step(1, fastpath.replace_one, b'e', b'7') is None
+            model.update({b'd': b'6', b'e': b'7'})
+        assert step(1, fastpath.delete_one, b'f') is None
+        del model[b'f']
+        assert dict(etxn.items()) == model
+        keys = sorted(model)
+        for lo, hi in ((b'', b'\xff'), (b'b\x00', b'z'), (b'c', b'c\x00'), (b'g', b'z'),
+                       (b'c', b'c'), (b'a', b'b')):
+            expected = next((key for key in keys if lo <= key < hi), None)
+            assert fastpath.first_key(etxn, lo, hi) == expected, (lo, hi)
+    assert dict(engine.items()) == model
+    engine.close()
+
+
+def test_checked_engine_txn_hands_back_an_open_transactions_engine_txn_at_once():
+    """The check is made inline: the store's TxnManager is asked (to raise
+    the right error) only for what is not an open transaction that fits."""
+    from unittest import mock
+
+    from centidb.records import fastpath
+    from centidb.txn import Transaction
+    store = centidb.open('ListEngine')
+    writer, reader = store.begin(write=True), None
+    try:
+        txns = writer.manager
+        with mock.patch.object(type(txns), 'engine_txn', side_effect=AssertionError('asked')):
+            for write in (True, False):
+                assert fastpath.checked_engine_txn(txns, Transaction, writer, write) \
+                    is writer.engine_txn
+        writer.abort()
+        reader = store.begin()
+        with mock.patch.object(type(txns), 'engine_txn', side_effect=AssertionError('asked')):
+            assert fastpath.checked_engine_txn(txns, Transaction, reader, False) \
+                is reader.engine_txn
+            for write, txn in ((True, reader), (False, writer), (False, 'txn')):
+                with pytest.raises(AssertionError, match='asked'):
+                    fastpath.checked_engine_txn(txns, Transaction, txn, write)
+    finally:
+        for txn in (writer, reader):
+            if txn is not None and txn.engine_txn is not None:
+                txn.abort()
+        store.close()
+
+
+def test_the_functions_annotations_resolve():
+    """typing.get_type_hints (autodoc's type hints) finds every name they use."""
+    import typing
+
+    from centidb import impl
+    source = impl.source_version('centidb.records.fastpath')
+    for name in source.__all__:
+        hints = typing.get_type_hints(getattr(source, name))
+        assert 'return' in hints, name

@@ -1,7 +1,19 @@
-"""centidb.records: the record write and read paths, and parity of their twins.
+"""centidb.records.record: Record, index_entries, and the common-case writer and reader.
 
-Every test here compares the pure-Python classes (``records.PYTHON``) with
-the compiled twins, so the module is skipped when the twins are not built.
+The module is written once and, when centidb is built, compiled by Cython
+as it is; the suite runs once per mode, so each test here checks whichever
+runs. Each is checked against an independent oracle:
+
+* :func:`index_entries` against :func:`keylib.packs` of each index tuple,
+  followed by the tail;
+* :class:`RecordWriter` (``write`` and ``write_many``) against the general
+  put of :class:`centidb.records.access.Records`, in a second store whose
+  writer declines every put (``usable`` False): the same results, the same
+  exceptions (a centidb error's message too) and the same engine bytes;
+* :class:`RecordReader` (``get``, ``Index.get`` and index scans) against
+  the stored bytes read back by the general path: the entries
+  ``Index.pairs`` finds, each record's engine value decoded by
+  ``Records.decoded``.
 """
 
 from unittest import mock
@@ -10,14 +22,16 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+import centidb
 from centidb import impl, keylib
-from centidb.records import record as records
-from centidb.errors import CentiError
+from centidb.records import reader, record as records
+from centidb.errors import CentiError, UnsupportedKeyTypeError
 import strategies
+from engine_helpers import counting_engine
 
-FAST = impl.compiled_module()
-pytestmark = pytest.mark.skipif(FAST is None, reason='centidb._speedups is not built')
-PURE = records.PYTHON
+#: The active classes, kept before any test patches the module.
+RecordWriter = records.RecordWriter
+RecordReader = reader.RecordReader
 
 
 def outcome(func, *args):
@@ -27,8 +41,23 @@ def outcome(func, *args):
         return 'error', type(exc)
 
 
-def twin():
-    return FAST.index_entries
+def test_the_module_is_compiled_exactly_when_the_codec_is():
+    """So each pass of the suite tests one of the two forms."""
+    assert records.__file__.endswith('.py') == (impl.COMPILED is None)
+    assert records.index_entries.__module__ == 'centidb.records.record'
+
+
+# --- index_entries ---------------------------------------------------------------
+
+def packed_entries(results, tail):
+    """The oracle: each index function's result as index tuples, packed by keylib.packs."""
+    expected = []
+    for result, prefix in results:
+        items = [] if result is None else result if type(result) is list else [result]
+        for item in items:
+            tup = tuple(item) if isinstance(item, tuple) else (item,)
+            expected.append(keylib.packs(tup, prefix) + tail)
+    return expected
 
 
 index_results = (st.none() | strategies.elements | strategies.keys
@@ -37,63 +66,126 @@ index_results = (st.none() | strategies.elements | strategies.keys
 
 @given(st.lists(st.tuples(index_results, st.binary(max_size=3)), max_size=4),
        st.binary(max_size=6))
-def test_index_entries_same_bytes(results, tail):
+@example([(['x', ('y', 1)], b'\x1c\x05'), ((1, None), b'\x1c\x06'), (None, b'\x1c\x07')],
+         b'\x01' + keylib.packs(('rec', 7)))
+def test_index_entries_are_the_packed_index_tuples_and_the_tail(results, tail):
     specs = tuple((lambda data, result=result: result, prefix) for result, prefix in results)
-    expected = PURE.index_entries(specs, None, tail)
-    assert twin()(specs, None, tail) == expected
-    assert len(expected) == sum(0 if r is None else len(r) if type(r) is list else 1
-                                for r, _ in results)
+    entries = records.index_entries(specs, {'the': 'record'}, tail)
+    assert entries == packed_entries(results, tail)
+    assert all(type(entry) is bytes for entry in entries)
 
 
-def test_index_entries_same_exceptions():
+def test_index_entries_pass_the_record_to_each_function_in_order():
+    seen = []
+    specs = ((lambda d: seen.append(('a', d)) or d['tags'], b'\x1c\x05'),
+             (lambda d: seen.append(('b', d)) or (d['a'], d['b']), b'\x1c\x06'))
+    data = {'tags': ['x', ('y', 1)], 'a': 1, 'b': None}
+    tail = b'\x01' + keylib.packs(('rec', 7))
+    assert records.index_entries(specs, data, tail) == [
+        keylib.packs([('x',), ('rec', 7)], b'\x1c\x05'),
+        keylib.packs([('y', 1), ('rec', 7)], b'\x1c\x05'),
+        keylib.packs([(1, None), ('rec', 7)], b'\x1c\x06')]
+    assert seen == [('a', data), ('b', data)]
+    assert records.index_entries(specs, data, b'') == [
+        keylib.packs(('x',), b'\x1c\x05'), keylib.packs(('y', 1), b'\x1c\x05'),
+        keylib.packs((1, None), b'\x1c\x06')]
+    assert records.index_entries((), data, tail) == []
+
+
+def test_index_entries_raise_what_their_arguments_call_for():
     def boom(data):
         raise KeyError('no field')
 
     cases = [
-        (((boom, b'p'),), b''),
-        (((lambda d: object(), b'p'),), b''),
-        (((lambda d: [1, [2]], b'p'),), b''),
-        (((lambda d: 1, 'not bytes'),), b''),
-        (((lambda d: 1, b'p'),), 'not bytes'),
-        (((lambda d: 1,),), b''),
+        (((boom, b'p'),), b'', KeyError),                         # the index function's own
+        (((lambda d: object(), b'p'),), b'', UnsupportedKeyTypeError),
+        (((lambda d: [1, [2]], b'p'),), b'', UnsupportedKeyTypeError),   # a list in a list
+        (((lambda d: 1, 'not bytes'),), b'', TypeError),
+        (((lambda d: 1, b'p'),), 'not bytes', TypeError),
+        (((lambda d: 1,),), b'', ValueError),
+        (((lambda d: 1, b'p', b'q'),), b'', ValueError),
     ]
-    for specs, tail in cases:
-        pure = outcome(PURE.index_entries, specs, {}, tail)
-        fast = outcome(twin(), specs, {}, tail)
-        assert pure[0] == 'error' and pure == fast, (specs, pure, fast)
+    for specs, tail, error in cases:
+        assert outcome(records.index_entries, specs, {}, tail) == ('error', error), specs
 
 
-def test_index_entries_matches_packs_of_lists():
-    specs = ((lambda d: d['tags'], b'\x1c\x05'), (lambda d: (d['a'], d['b']), b'\x1c\x06'))
-    data = {'tags': ['x', ('y', 1)], 'a': 1, 'b': None}
-    tail = b'\x01' + keylib.packs(('rec', 7))
-    expected = [keylib.packs([('x',), ('rec', 7)], b'\x1c\x05'),
-                keylib.packs([('y', 1), ('rec', 7)], b'\x1c\x05'),
-                keylib.packs([(1, None), ('rec', 7)], b'\x1c\x06')]
-    assert PURE.index_entries(specs, data, tail) == expected
-    assert twin()(specs, data, tail) == expected
+def test_index_entries_refuse_a_prefix_that_is_not_bytes():
+    """None included: compiled, a ``bytes`` argument would take None too."""
+    for prefix in (None, 'p', bytearray(b'p')):
+        assert outcome(records.index_entries, ((lambda d: 1, prefix),), {}, b'') == (
+            'error', TypeError), prefix
 
 
 # --- RecordWriter and RecordReader: the put and get hot paths ------------------
 
-def _twin_store(twins, limit, engine='ListEngine', path=None, checksum=True):
+def declining_writer(coll, txns, txn_class, usable, *args):
+    """A RecordWriter made as the collection makes it, but declining every put."""
+    return RecordWriter(coll, txns, txn_class, False, *args)
+
+
+def _store(general, limit, engine='ListEngine', path=None, checksum=True):
     """A store on `engine` (at `path`, but for ListEngine) whose collection
-    'c' uses the writer and reader of `twins`; keys of at most `limit` bytes;
-    stored values with checksums or not."""
-    import centidb
+    'c' has two indexes; keys of at most `limit` bytes; stored values with
+    checksums or not. With `general`, its writer declines every put, so
+    puts take the general path."""
     if engine == 'ListEngine':
         store = centidb.open(engine)
     else:
         store = centidb.open(engine, path=path, sync=False)
     store.engine.max_key_size = limit
-    with mock.patch.object(records, 'RecordWriter', twins.RecordWriter), \
-            mock.patch.object(records, 'RecordReader', twins.RecordReader):
+    with mock.patch.object(records, 'RecordWriter',
+                           declining_writer if general else RecordWriter):
         coll = store.collection('c', key_func=lambda rec: rec['k'], checksum=checksum)
         coll.add_index('tag', lambda rec: rec['tag'])
         coll.add_index('size', lambda rec: len(rec['k']) if isinstance(rec['k'], tuple) else 1)
-    assert type(coll.records.writer) is twins.RecordWriter
-    assert type(coll.records.reader) is twins.RecordReader
+    writer = coll.records.writer
+    assert type(writer) is RecordWriter and writer.usable is not general
+    assert type(coll.records.reader) is RecordReader
     return store, coll
+
+
+def _stores(limit, engine='ListEngine', base=None, checksum=True):
+    """The store under test (its writer does the common cases) and its oracle."""
+    return [_store(general, limit, engine, None if base is None else str(base / name), checksum)
+            for general, name in ((False, 'fast'), (True, 'general'))]
+
+
+def _read(txn, coll, key_bytes):
+    """The general read of the record under `key_bytes`: its engine value decoded."""
+    stored = txn.engine_txn.get(key_bytes)
+    return None if stored is None else coll.records.decoded(key_bytes, stored)
+
+
+def _entries_read(txn, coll, pairs):
+    """``(index tuple, value)`` of each of `pairs` (index tuple, record key), read
+    by the general path; raising, as the reader does, at an entry naming no record."""
+    for tup, key in pairs:
+        found = _read(txn, coll, keylib.packs(key, coll.prefix))
+        if found is None:
+            raise coll.records.missing_record_error('tag', key)
+        yield tup, found
+
+
+def _oracle_read(txn, coll, op):
+    """What a read `op` of _apply_in must return, by the general path."""
+    kind, args = op
+    index = coll.indices['tag']
+    if kind == 'get':
+        found = _read(txn, coll, keylib.packs(records.as_key(args), coll.prefix))
+        return 'missing' if found is None else found
+    if kind == 'index':
+        tup = records.as_key(args)
+        exact = (pair for pair in index.pairs(prefix=tup, txn=txn) if len(pair[0]) == len(tup))
+        first = next(_entries_read(txn, coll, exact), None)
+        return 'missing' if first is None else first[1]
+    assert kind == 'scan'
+    return (list(_entries_read(txn, coll, index.pairs(txn=txn))),
+            [value for _, value in _entries_read(txn, coll, index.pairs(reverse=True, txn=txn))],
+            [value for _, value in _entries_read(txn, coll, index.pairs(lo=args, max=2,
+                                                                       txn=txn))])
+
+
+READS = ('get', 'index', 'scan')
 
 
 def _apply_in(txn, coll, held, op):
@@ -105,7 +197,7 @@ def _apply_in(txn, coll, held, op):
         value, key, blind = args
         return coll.put(value, key=key, blind=blind, txn=txn).key
     if kind == 'delete':
-        deleted = coll.delete(args, txn=txn)   # each twin's own Record class
+        deleted = coll.delete(args, txn=txn)
         return None if deleted is None else (deleted.key, deleted.data)
     if kind == 'get':
         return coll.get(args, default='missing', txn=txn)
@@ -147,6 +239,11 @@ def _apply(store, coll, op):
         return _apply_in(txn, coll, {}, op)
 
 
+def _oracle(store, coll, op):
+    with store.begin() as txn:
+        return _oracle_read(txn, coll, op)
+
+
 small_keys = st.one_of(st.integers(-3, 3), st.text(max_size=3),
                        st.tuples(st.integers(0, 2), st.text(max_size=60)))
 tags = st.one_of(st.none(), st.integers(0, 3), st.lists(st.integers(0, 3), max_size=3),
@@ -177,22 +274,28 @@ def messages(func, *args):
 @example(ops=[('put', ({'k': 1, 'tag': 0, 'v': 0}, None, False)), ('damage', (1, 12)),
               ('get', 1), ('scan', 0), ('index', 0),
               ('put', ({'k': 1, 'tag': 1, 'v': 0}, None, False)), ('delete', 1)], limit=None)
-def test_record_writer_and_reader_twins_agree(checksum, ops, limit):
-    """Same results, same exceptions (a centidb error's message too) and the
-    same engine bytes, with and without checksums.
+@example(ops=[('put', ({'k': 1, 'tag': [0, 1], 'v': 0}, None, False)),
+              ('put', ({'k': 1, 'tag': 2, 'v': 0}, None, True)), ('delete', 1),
+              ('scan', 0), ('index', 0), ('index', 2)], limit=None)
+def test_record_writer_and_reader_agree_with_the_general_paths(checksum, ops, limit):
+    """Writes: the same results, exceptions (a centidb error's message too)
+    and engine bytes as the general put; reads: what the general path reads
+    from the stored bytes. With and without checksums.
 
     Blind puts over existing keys followed by deletes leave entries that
     point at missing records, and damaged values fail their checksums, so
     the error paths are compared too."""
-    pure = _twin_store(PURE, limit, checksum=checksum)
-    fast = _twin_store(FAST, limit, checksum=checksum)
+    (store, coll), (general, general_coll) = _stores(limit, checksum=checksum)
     try:
         for op in ops:
-            assert messages(_apply, *pure, op) == messages(_apply, *fast, op), op
-        assert list(pure[0].engine.items()) == list(fast[0].engine.items())
+            result = messages(_apply, store, coll, op)
+            assert result == messages(_apply, general, general_coll, op), op
+            if op[0] in READS:
+                assert result == messages(_oracle, store, coll, op), op
+        assert list(store.engine.items()) == list(general.engine.items())
     finally:
-        pure[0].close()
-        fast[0].close()
+        store.close()
+        general.close()
 
 
 # Few keys and tags, so that reads find what earlier writes stored and
@@ -219,68 +322,88 @@ _PUT_X = ('put', ({'k': 0, 'tag': 'x', 'v': 0}, None, False))
 @example(txns=[[_PUT_0], [('update', (0, 1, None, False)), _PUT_X,
                           ('put_held', (0, 0, None, False))]])
 @example(txns=[[_PUT_0], [('hold', 0)], [_PUT_X], [('put_held', (0, 1, None, False))]])
-def test_record_twins_agree_on_records_put_back(engine, txns, tmp_path_factory):
-    """Same results, exception types and engine bytes when records read are
-    put back: at once (the writer reuses what the read found and, on LMDB,
-    replaces a record in one lookup), after other writes, or in a later
-    transaction (when it must read the stored version again)."""
-    base = tmp_path_factory.mktemp('twins')
-    pure = _twin_store(PURE, 40, engine, str(base / 'pure'))
-    fast = _twin_store(FAST, 40, engine, str(base / 'fast'))
-    pure_held, fast_held = {}, {}
+def test_records_put_back_agree_with_the_general_put(engine, txns, tmp_path_factory):
+    """The same results, exception types and engine bytes as the general put
+    when records read are put back: at once (the writer reuses what the read
+    found and, on LMDB, replaces a record in one lookup), after other writes,
+    or in a later transaction (when it must read the stored version again);
+    gets read what the general path reads."""
+    (store, coll), (general, general_coll) = _stores(
+        40, engine, tmp_path_factory.mktemp('paths'))
+    held, general_held = {}, {}
     try:
         for ops in txns:
-            with pure[0].begin(write=True) as pure_txn, fast[0].begin(write=True) as fast_txn:
+            with store.begin(write=True) as txn, general.begin(write=True) as general_txn:
                 for op in ops:
-                    assert (outcome(_apply_in, pure_txn, pure[1], pure_held, op)
-                            == outcome(_apply_in, fast_txn, fast[1], fast_held, op)), op
-        assert list(pure[0].engine.items()) == list(fast[0].engine.items())
+                    result = outcome(_apply_in, txn, coll, held, op)
+                    assert result == outcome(_apply_in, general_txn, general_coll,
+                                             general_held, op), op
+                    if op[0] in READS:
+                        assert result == outcome(_oracle_read, txn, coll, op), op
+        assert list(store.engine.items()) == list(general.engine.items())
     finally:
-        pure[0].close()
-        fast[0].close()
+        store.close()
+        general.close()
 
 
 def test_record_writer_declines_the_uncommon_cases():
-    """Before calling user code: a Record, no key and no key_func, a batched
-    collection, an inexact encoder; the general put handles those."""
-    import centidb
+    """Before calling user code: a Record of another collection or index
+    set, no key and no key_func, a batched collection, an inexact encoder,
+    counter keys; the general put handles those."""
     from centidb import encodings
-    for twins in (PURE, FAST):
-        calls = []
-        store = centidb.open('ListEngine')
-        with mock.patch.object(records, 'RecordWriter', twins.RecordWriter):
-            counted = store.collection('counted')
-            counted.add_index('x', lambda rec: calls.append(rec))
-            as_json = store.collection('json', key_func=lambda rec: calls.append(rec) or 1,
-                                       encoder=encodings.make_json_encoder())
-        with store.begin(write=True) as txn:
-            etxn = txn.engine_txn
-            assert counted.records.writer.write(txn, {'a': 1}, None, False) is None
-            assert as_json.records.writer.write(txn, {'a': 1}, None, False) is None
-            record = counted.put({'a': 1}, txn=txn)
-            calls.clear()
-            writes = etxn.fast.writes
-            assert counted.records.writer.write(txn, record, (5,), False) is None
-        with mock.patch.object(records, 'RecordWriter', twins.RecordWriter):
-            counted.batch()
-        assert type(counted.records.writer) is twins.RecordWriter
-        with store.begin(write=True) as txn:
-            assert counted.records.writer.write(txn, {'a': 2}, (6,), False) is None
-            assert calls == [] and txn.engine_txn.fast.writes == 0
-        assert writes == 2
-        store.close()
+    calls = []
+    store = centidb.open('ListEngine')
+    counted = store.collection('counted')
+    counted.add_index('x', lambda rec: calls.append(rec))
+    keyed = store.collection('keyed', key_func=lambda rec: calls.append(rec) or 1)
+    as_json = store.collection('json', key_func=lambda rec: calls.append(rec) or 1,
+                               encoder=encodings.make_json_encoder())
+    with store.begin(write=True) as txn:
+        etxn = txn.engine_txn
+        assert counted.records.writer.write(txn, {'a': 1}, None, False) is None
+        assert counted.records.writer.write(txn, {'a': 1}, (3,), False) is None
+        assert as_json.records.writer.write(txn, {'a': 1}, None, False) is None
+        assert keyed.records.writer.write(txn, records.Record(counted, {'a': 1}, (4,)),
+                                          None, False) is None
+        record = counted.put({'a': 1}, txn=txn)
+        calls.clear()
+        writes = etxn.fast.writes
+        assert counted.records.writer.write(txn, record, (5,), False) is None
+        assert calls == [] and etxn.fast.writes == writes == 2
+    keyed.put({'b': 0}, key=(7,))
+    keyed.put({'b': 1}, key=(8,))
+    keyed.batch()
+    assert type(keyed.records.writer) is RecordWriter and not keyed.records.writer.usable
+    with store.begin(write=True) as txn:
+        assert keyed.records.writer.write(txn, {'a': 2}, (6,), False) is None
+        assert calls == [] and txn.engine_txn.fast.writes == 0
+    store.close()
 
 
 WRITER_ARGS = ('coll', 'txns', 'txn_class', 'usable', 'prefix', 'encode', 'compress', 'header',
-               'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long', 'record_class',
+               'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long',
                'counted', 'plain_id', 'decode_plain', 'checksum')
 
 
-def _writer_like(twins, writer, **changes):
-    """A ``twins.RecordWriter`` made with `writer`'s arguments, some changed."""
+def _writer_like(writer, **changes):
+    """A RecordWriter made with `writer`'s arguments, some changed."""
     args = {name: getattr(writer, name) for name in WRITER_ARGS}
     args.update(changes)
-    return twins.RecordWriter(*(args[name] for name in WRITER_ARGS))
+    return RecordWriter(*(args[name] for name in WRITER_ARGS))
+
+
+def test_a_writer_keeps_its_arguments():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'], checksum=True)
+    coll.add_index('tag', lambda rec: rec['tag'])
+    writer = coll.records.writer
+    copy = _writer_like(writer)
+    assert [getattr(copy, name) for name in WRITER_ARGS] == [
+        getattr(writer, name) for name in WRITER_ARGS]
+    assert (writer.coll, writer.prefix, writer.usable, writer.counted, writer.checksum) == (
+        coll, coll.prefix, True, False, True)
+    assert writer.specs == coll.records.specs and writer.limit is None
+    store.close()
 
 
 def test_record_writer_calls_too_long_only_past_the_limit():
@@ -288,169 +411,94 @@ def test_record_writer_calls_too_long_only_past_the_limit():
     calling `too_long` (which raises, as documented); one byte less of limit
     calls it with the key, the key bytes and every entry, having written
     nothing. write() returns the stored Record."""
-    import centidb
-    for twins in (PURE, FAST):
-        store = centidb.open('ListEngine')
-        coll = store.collection('c', key_func=lambda rec: rec['k'])
-        coll.add_index('tag', lambda rec: rec['tag'])
-        calls = []
-
-        def too_long(*args):
-            calls.append(args)
-            raise ValueError('too long')
-
-        key_bytes = keylib.packs(('kk',), coll.prefix)
-        tail = coll.records.entry_tail(key_bytes)
-        short, long_tag = {'k': 'kk', 'tag': None}, {'k': 'kk', 'tag': 'a' * 20}
-        entries = coll.records.entries(long_tag, tail)
-        assert len(entries) == 1 and len(entries[0]) > len(key_bytes)
-        for value, limit, written in ((short, len(key_bytes), []),
-                                      (long_tag, len(entries[0]), entries)):
-            writer = _writer_like(twins, coll.records.writer, limit=limit, too_long=too_long)
-            with store.begin(write=True) as txn:
-                record = writer.write(txn, value, None, False)
-            assert (record.key, record.data, record._entries) == (('kk',), value, written)
-            assert store.engine.get(key_bytes) == record._stored
-            assert coll.get('kk') == value and calls == []
-        for value, limit in ((short, len(key_bytes) - 1), (long_tag, len(entries[0]) - 1)):
-            writer = _writer_like(twins, coll.records.writer, limit=limit, too_long=too_long)
-            before = list(store.engine.items())
-            with store.begin(write=True) as txn:
-                with pytest.raises(ValueError, match='too long'):
-                    writer.write(txn, value, None, False)
-            assert calls.pop() == (('kk',), key_bytes, coll.records.entries(value, tail))
-            assert list(store.engine.items()) == before
-        store.close()
-
-
-def test_records_put_takes_a_record_of_the_active_class_or_the_pure_one():
-    """The general put (packer=, counter keys) stores a Record's data under
-    its key whether it is of the active class or the pure one. Patching
-    ``records.Record`` makes the compiled class the active one, as in
-    speedups mode."""
-    import centidb
-    from centidb import encodings
-    for active in (FAST.Record, PURE.Record):
-        with mock.patch.object(records, 'Record', active):
-            store = centidb.open('ListEngine')
-            log = store.collection('log')
-            coll = store.collection('c', key_func=lambda rec: rec['k'])
-            for cls in dict.fromkeys([active, PURE.Record]):
-                for target, put in ((log, log.put),
-                                    (coll, lambda rec: coll.put(rec, packer=encodings.ZLIB_PACKER))):
-                    stored = put(cls(target, {'k': 0, 'cls': cls.__module__}, ('r', cls.__module__)))
-                    assert type(stored) is active and stored.key == ('r', cls.__module__)
-                    assert target.get(('r', cls.__module__)) == {'k': 0, 'cls': cls.__module__}
-            store.close()
-
-
-def test_common_case_put_takes_a_pure_record_as_the_general_put_does():
-    """Regression: with speedups active, the common-case writer took a pure
-    Record for a plain value (msgpack cannot store it)."""
-    import centidb
     store = centidb.open('ListEngine')
     coll = store.collection('c', key_func=lambda rec: rec['k'])
-    assert coll.put(PURE.Record(coll, {'k': 1}, (5,))).key == (5,)
-    assert coll.get(5) == {'k': 1}
+    coll.add_index('tag', lambda rec: rec['tag'])
+    calls = []
+
+    def too_long(*args):
+        calls.append(args)
+        raise ValueError('too long')
+
+    key_bytes = keylib.packs(('kk',), coll.prefix)
+    tail = coll.records.entry_tail(key_bytes)
+    short, long_tag = {'k': 'kk', 'tag': None}, {'k': 'kk', 'tag': 'a' * 20}
+    entries = coll.records.entries(long_tag, tail)
+    assert len(entries) == 1 and len(entries[0]) > len(key_bytes)
+    for value, limit, written in ((short, len(key_bytes), []),
+                                  (long_tag, len(entries[0]), entries)):
+        writer = _writer_like(coll.records.writer, limit=limit, too_long=too_long)
+        with store.begin(write=True) as txn:
+            record = writer.write(txn, value, None, False)
+        assert (record.key, record.data, record._entries) == (('kk',), value, written)
+        assert store.engine.get(key_bytes) == record._stored
+        assert coll.get('kk') == value and calls == []
+    for value, limit in ((short, len(key_bytes) - 1), (long_tag, len(entries[0]) - 1)):
+        writer = _writer_like(coll.records.writer, limit=limit, too_long=too_long)
+        before = list(store.engine.items())
+        with store.begin(write=True) as txn:
+            with pytest.raises(ValueError, match='too long'):
+                writer.write(txn, value, None, False)
+        assert calls.pop() == (('kk',), key_bytes, coll.records.entries(value, tail))
+        assert list(store.engine.items()) == before
     store.close()
 
 
-# --- RecordReader: how many engine reads a read takes -------------------------
-
-def _counting_engine(fast):
-    """A MemoryEngine wrapper logging each get, seek and (if `fast`) unchecked get."""
-    from centidb.engines import MemoryEngine, WrapperEngine, WrapperTransaction
-
-    class Txn(WrapperTransaction):
-        def __init__(self, engine, inner):
-            super().__init__(engine, inner)
-            if fast:
-                self.fast.get = lambda key: engine.calls.append('fast_get') or inner.get(key)
-
-        def get(self, key):
-            self.engine.calls.append('get')
-            return super().get(key)
-
-        def get_many(self, keys):
-            self.engine.calls.append('get_many')
-            return super().get_many(keys)
-
-        def first(self, lo=None, hi=None, reverse=False):
-            self.engine.calls.append('first')
-            return super().first(lo, hi, reverse)
-
-    class Engine(WrapperEngine):
-        transaction_class = Txn
-        calls = []
-
-    return Engine(MemoryEngine())
+def test_the_general_put_takes_a_record():
+    """The general put (packer=, counter keys) stores a Record's data under
+    its key and returns a Record of the one class."""
+    from centidb import encodings
+    store = centidb.open('ListEngine')
+    log = store.collection('log')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    for target, put in ((log, log.put),
+                        (coll, lambda rec: coll.put(rec, packer=encodings.ZLIB_PACKER))):
+        stored = put(records.Record(target, {'k': 0, 'n': target.name}, ('r', 1)))
+        assert type(stored) is records.Record and stored.key == ('r', 1)
+        assert target.get(('r', 1)) == {'k': 0, 'n': target.name}
+    store.close()
 
 
-@pytest.mark.parametrize('fast', [True, False], ids=['fast_get', 'get'])
-def test_record_reader_reads_a_plain_record_once(fast):
-    """Both twins read a plain record with one engine read (the unchecked
-    getter when the transaction has one and the key is no longer than the
-    engine's limit) and look in batches only when it misses; an index get
-    adds one seek to find the entry. An index scan without the unchecked
-    getter reads each chunk's records with one get_many."""
-    import centidb
-    read = 'fast_get' if fast else 'get'
-    for twins in (PURE, FAST):
-        engine = _counting_engine(fast)
-        engine.max_key_size = 40
-        store = centidb.Store(engine)
-        with mock.patch.object(records, 'RecordReader', twins.RecordReader):
-            coll = store.collection('c', key_func=lambda rec: rec['k'])
-            tags = coll.add_index('tag', lambda rec: rec['tag'])
-        assert type(coll.records.reader) is twins.RecordReader
-        longest = next(('k' * n,) for n in range(40)
-                       if len(keylib.packs(('k' * n,), coll.prefix)) == 40)
-        coll.put({'k': 1, 'tag': 'a'})
-        coll.put({'k': longest, 'tag': None})
-        for call, result, expected in (
-                (lambda txn: coll.get(1, txn=txn), {'k': 1, 'tag': 'a'}, [read]),
-                (lambda txn: coll.get(longest, txn=txn), {'k': longest, 'tag': None}, [read]),
-                (lambda txn: coll.get(9, txn=txn), None, [read, 'first']),
-                (lambda txn: coll.get(longest[0] + 'k', txn=txn), None, ['get', 'first']),
-                (lambda txn: tags.get('a', txn=txn), {'k': 1, 'tag': 'a'}, ['first', read]),
-                (lambda txn: list(tags.values(txn=txn)), [{'k': 1, 'tag': 'a'}],
-                 ['fast_get' if fast else 'get_many'])):
-            with store.begin() as txn:
-                engine.calls = []
-                assert call(txn) == result
-                assert engine.calls == expected
-        store.close()
+@pytest.mark.parametrize('general', [False, True], ids=['common', 'general'])
+def test_a_new_record_put_is_stored_under_its_key(general):
+    """A Record made by the caller (not read): its data under its key, on either path."""
+    store, coll = _store(general, None)
+    assert coll.put(records.Record(coll, {'k': 1, 'tag': 0, 'v': 0}, (5,))).key == (5,)
+    assert coll.get(5) == {'k': 1, 'tag': 0, 'v': 0}
+    assert coll.indices['tag'].get(0) == {'k': 1, 'tag': 0, 'v': 0}
+    store.close()
 
 
 @pytest.mark.parametrize('blind', [False, True])
-def test_the_twin_write_many_hands_the_engine_pairs_the_collector_does_not_walk(blind):
-    """Its pairs hold only bytes, so it takes them off the garbage collector's
-    lists as it makes them (the pure version cannot); the bytes are the same."""
-    import gc
-    stores = [_twin_store(twins, None) for twins in (PURE, FAST)]
+def test_write_many_hands_the_engine_every_pair_in_one_call(blind):
+    """write_many makes every pair first, then writes them with one call of
+    the engine's bulk put: the pairs, all bytes, hold what the general
+    put_many stores."""
+    (store, coll), (general, _) = stores = _stores(None)
     handed = []
     try:
-        for store, coll in stores:
-            with store.begin(write=True) as txn:
+        before = set(store.engine.items())
+        for each, each_coll in stores:
+            with each.begin(write=True) as txn:
                 etxn = txn.engine_txn
                 put_many = etxn._put_many
                 etxn._put_many = lambda pairs: (handed.append(pairs), put_many(pairs))
-                coll.put_many([{'k': n, 'tag': [n % 3, 'x']} for n in range(50)],
-                              txn=txn, blind=blind)
-        assert handed[0] == handed[1] and len(handed[1]) == 200   # a record, 3 entries
-        assert not any(map(gc.is_tracked, handed[1]))
-        assert list(stores[0][0].engine.items()) == list(stores[1][0].engine.items())
+                each_coll.put_many([{'k': n, 'tag': [n % 3, 'x']} for n in range(50)],
+                                   txn=txn, blind=blind)
+        pairs = handed[0]
+        assert len(pairs) == 200 and len(handed) > 1    # a record and 3 entries, each
+        assert all(type(key) is bytes and type(value) is bytes for key, value in pairs)
+        assert set(pairs) == set(store.engine.items()) - before
+        assert list(store.engine.items()) == list(general.engine.items())
     finally:
-        for store, _ in stores:
-            store.close()
+        store.close()
+        general.close()
 
 
 # --- RecordWriter.write_many and Record, through the public API ---------------------
-# These run the active implementation (compiled or pure, as the pass says).
 
 
 def _store_with_index(name='c', **options):
-    import centidb
     store = centidb.open('LmdbEngine', path=options.pop('path')) if 'path' in options \
         else centidb.open('ListEngine')
     coll = store.collection(name, **options)
@@ -546,8 +594,7 @@ def test_put_many_takes_keys_and_entries_exactly_as_long_as_the_engine_allows(tm
 def test_put_many_reads_stored_records_only_when_its_key_range_holds_some(fast):
     """One seek over the range of the call's keys; stored versions are read
     (by the unchecked getter, else with one get_many) only if it finds one."""
-    import centidb
-    engine = _counting_engine(fast)
+    engine = counting_engine(fast)
     store = centidb.Store(engine)
     coll = store.collection('c', key_func=lambda rec: rec['k'])
     coll.add_index('w', lambda rec: rec['w'])

@@ -22,8 +22,6 @@ from __future__ import annotations
 import weakref
 from typing import Callable, Protocol
 
-from centidb import impl
-
 __all__ = ['FastCalls', 'FastCallsLike', 'SeekCursor', 'guarded', 'weakly']
 
 
@@ -70,7 +68,8 @@ class FastCalls:
     below. A :class:`~centidb.records.Record` read or written in a
     transaction keeps its ``fast`` to tell that transaction from others, so
     the calls must not refer to the transaction object itself (a Record
-    would hold it open). Twinned: compiled, the attributes are C fields.
+    would hold it open). Compiled (``fastcalls.pxd``), the attributes are C
+    fields that the compiled record layer reads directly.
     """
 
     __slots__ = ('get', 'put', 'put_many', 'replace', 'delete', 'seek_cursor', 'writes')
@@ -113,7 +112,7 @@ def guarded(call: Callable[[bytes], bytes | None], errors: type[BaseException] |
 
     For an engine's ``fast.get`` whose library raises its own errors: the
     callers of the unchecked calls pass on what they raise, so the engine
-    maps them here. Twinned: compiled, one C call with a ``try`` around it.
+    maps them here.
 
     :param call: a callable ``(key) -> value or None``.
     :param errors: the library's exception class (or a tuple of them).
@@ -143,6 +142,3 @@ def weakly(method: Callable[[], object]) -> Callable[[], object]:
         return None if bound is None else bound()
     return call
 
-
-FastCalls = impl.choose(FastCalls)  # type: ignore[misc]
-guarded = impl.choose(guarded)

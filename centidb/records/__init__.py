@@ -9,19 +9,25 @@ engine key per index entry (the index prefix, the packed index tuple,
 Its modules, lowest first (each imports only modules listed before it):
 
 * :mod:`~centidb.records.fastpath`: an engine transaction's unchecked calls;
-* :mod:`~centidb.records.record`: :class:`Record`, index entries, and the
-  common-case writer and reader (twinned in ``centidb._speedups``);
+* :mod:`~centidb.records.record`: :class:`Record`, index entries and the
+  common-case writer;
+* :mod:`~centidb.records.reader`: the common-case reader;
+* :mod:`~centidb.records.entry`: the entry points of ``get`` and ``put``;
 * :mod:`~centidb.records.limits`: writes checked against the engine's limits;
 * :mod:`~centidb.records.savepoint`: engine writes that can be rolled back;
 * :mod:`~centidb.records.entries`: index entries: finding, splitting, deleting, replacing;
 * :mod:`~centidb.records.writing`: the general writes;
 * :mod:`~centidb.records.access`: one collection's record paths.
 
+``fastpath``, ``record``, ``reader`` and ``entry`` are compiled as they are when centidb is built
+(``.pxd`` files beside them; :data:`centidb.impl.PURE_MODE`).
+
 The package calls the key codec, the encodings, the batches, the store
 transactions and the engines; never a layer above. This module re-exports
 the names the layers above use.
 """
 
-from centidb.records.record import Record, RecordReader, RecordWriter, as_key, index_entries
+from centidb.records.reader import RecordReader
+from centidb.records.record import Record, RecordWriter, as_key, index_entries
 
 __all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key']

@@ -2,7 +2,7 @@
 
 :class:`Records` holds everything the read and write paths need for one
 collection, in its current state (indexes, batching, key kind): it makes the
-collection's twinned :class:`~centidb.records.RecordWriter` and
+collection's :class:`~centidb.records.RecordWriter` and
 :class:`~centidb.records.RecordReader` for the common cases, decodes stored
 values, and does the general case of each read and write, naming a corrupt
 record: records given as a :class:`~centidb.records.Record`, other packers,
@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 from centidb import checksums, keylib
 from centidb.records import record as records
+from centidb.records.reader import RecordReader
 from centidb.records import fastpath, limits
 from centidb.batches import BATCH_FLAG, BatchView, PackerNotAllowed
 from centidb.encodings import Encoder, Packer
@@ -120,12 +121,12 @@ class Records:
             encoder.exact and not unbound and not batched and not self.unique
             and not before_write,       # before-write hooks: the general paths
             prefix, encoder.encode, compress, header, keys.key_func, self.specs, indexes,
-            limit, self.old_entries, self.check_key_sizes, records.PYTHON.Record,
+            limit, self.old_entries, self.check_key_sizes,
             keys.kind == 'auto', plain_id, encoder.decode, checksum)
         self.writer = limits.limited_writer(self.writer, txns.engine, name, prefix)
         if report:
             self.writer = ReportingWriter(self.writer, name)
-        self.reader = records.RecordReader(
+        self.reader = RecordReader(
             txns, txn_class, prefix, plain_id, encoder.decode, self.decode, limit,
             batched, view.get, self.missing_record_error,
             corrupt_entry_error, self.corrupt_record_error, self.corrupt_key_error,
@@ -445,7 +446,7 @@ class Records:
         """
         self.check_writable()
         old_record = None
-        if type(rec) is records.Record or type(rec) is records.PYTHON.Record:
+        if type(rec) is records.Record:
             old_record = rec
             if key is None:
                 key = rec.key
@@ -694,13 +695,13 @@ class Records:
             done += 1
             if done == FILL_CHUNK:
                 # The scan survives writes made through its transaction.
-                fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+                fastpath.put_many(etxn, etxn.fast, [(entry, _EMPTY) for entry in chunk])
                 chunk = []
                 done = 0
                 if progress is not None:
                     progress(FILL_CHUNK)
         if chunk:
-            fastpath.put_many(etxn, [(entry, _EMPTY) for entry in chunk])
+            fastpath.put_many(etxn, etxn.fast, [(entry, _EMPTY) for entry in chunk])
         if done and progress is not None:
             progress(done)
 
@@ -778,5 +779,5 @@ class CollectionCalls:
         #: The collection's current :class:`Records`, and their common-case
         #: reader and writer (set by the collection).
         self.records: Records
-        self.reader: records.RecordReader
+        self.reader: RecordReader
         self.writer: Writer

@@ -4,19 +4,35 @@ An :class:`~centidb.engines.EngineTransaction` holds, as ``fast``, the
 unchecked calls it offers (see :class:`~centidb.engines.FastCalls`):
 calls that skip its argument and state checks. The functions here use one
 when it is there and the checked method when it is not, and keep the
-transaction's ``fast.writes`` count; the callers have checked the keys.
-:func:`checked_engine_txn` does the one check they need, that the store
-transaction is open. Each has a compiled twin in ``centidb._speedups``
-(``_fastpath.pxi``).
+transaction's ``fast.writes`` count; the callers have checked the keys and
+pass the transaction with its ``fast``. :func:`checked_engine_txn` does the
+one check they need, that the store transaction is open. Compiled
+(``fastpath.pxd``), the record layer calls them without a Python call.
 
 This layer calls engine transactions only; never a layer above.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from centidb import _nocython as cython
+else:
+    try:
+        import cython
+    except ImportError:     # not built: the names below are the pure-Python ones
+        from centidb import _nocython as cython
+
 from centidb.engines import EngineTransaction
 from centidb.engines.base import Item
-from centidb.txn import Transaction, TxnManager
+from centidb.engines.fastcalls import FastCallsLike
+from centidb.txn import TxnManager
+
+if not cython.compiled:
+    # Compiled, fastpath.pxd cimports the class, to read its fields directly.
+    from centidb.txn import Transaction
+
 
 __all__ = ['checked_engine_txn', 'put_many', 'put_one', 'replace_one', 'delete_one',
            'first_key']
@@ -36,20 +52,22 @@ def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Tran
     :raises ~centidb.errors.TransactionError: if it has ended, or is
         read-only and `write` is true.
     """
-    if type(txn) is txn_class and txn.manager is txns and (not write or txn.write):
-        etxn = txn.engine_txn
-        if etxn is not None:
-            return etxn
+    if type(txn) is txn_class:
+        checked: Transaction = txn
+        if checked.manager is txns and (not write or checked.write):
+            etxn = checked.engine_txn
+            if etxn is not None:
+                return etxn
     return txns.engine_txn(txn, write)   # raises the right error
 
 
-def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
+def put_many(etxn: EngineTransaction, fast: FastCallsLike, writes: list[Item]) -> None:
     """Write the ``(key, value)`` list `writes` through the engine's fastest path.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param fast: its ``fast``.
     :param writes: a ``list`` of ``(key, value)`` pairs of checked bytes.
     """
-    fast = etxn.fast
     fast_put_many = fast.put_many
     if fast_put_many is None:
         etxn._put_many(writes)
@@ -61,19 +79,19 @@ def put_many(etxn: EngineTransaction, writes: list[Item]) -> None:
             etxn._put_many_failed(exc, writes)
 
 
-def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
+def put_one(etxn: EngineTransaction, fast: FastCallsLike, key: bytes, value: bytes) -> None:
     """Write one checked ``(key, value)`` pair through the engine's fastest path.
 
     Without the engine's ``fast.put`` it is :func:`put_many` of one pair.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param fast: its ``fast``.
     :param key: the key bytes.
     :param value: the value bytes.
     """
-    fast = etxn.fast
     fast_put = fast.put
     if fast_put is None:
-        put_many(etxn, [(key, value)])
+        put_many(etxn, fast, [(key, value)])
     else:
         fast.writes += 1
         try:
@@ -82,15 +100,16 @@ def put_one(etxn: EngineTransaction, key: bytes, value: bytes) -> None:
             etxn._put_many_failed(exc, [(key, value)])
 
 
-def replace_one(etxn: EngineTransaction, key: bytes, value: bytes) -> bytes | None:
+def replace_one(etxn: EngineTransaction, fast: FastCallsLike, key: bytes,
+                value: bytes) -> bytes | None:
     """Write one checked pair through ``fast.replace``, which `etxn` must offer.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param fast: its ``fast``.
     :param key: the key bytes.
     :param value: the value bytes.
     :returns: the value `key` held before, or None.
     """
-    fast = etxn.fast
     fast.writes += 1
     try:
         return fast.replace(key, value)  # type: ignore[misc]  # the caller checked
@@ -98,13 +117,13 @@ def replace_one(etxn: EngineTransaction, key: bytes, value: bytes) -> bytes | No
         etxn._put_many_failed(exc, [(key, value)])
 
 
-def delete_one(etxn: EngineTransaction, key: bytes) -> None:
+def delete_one(etxn: EngineTransaction, fast: FastCallsLike, key: bytes) -> None:
     """Delete the checked key `key` through the engine's fastest path.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
+    :param fast: its ``fast``.
     :param key: the key bytes.
     """
-    fast = etxn.fast
     fast_delete = fast.delete
     if fast_delete is None:
         etxn.delete(key)

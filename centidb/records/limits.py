@@ -213,7 +213,7 @@ class _HeldWrites(WrapperTransaction):
         for key in self.deletes:
             etxn.delete(key)
         if self.puts:
-            fastpath.put_many(etxn, self.puts)
+            fastpath.put_many(etxn, etxn.fast, self.puts)
 
 
 class LimitedWriter:

@@ -6,13 +6,14 @@ bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
 engine key per index entry (the index prefix, the packed index tuple,
 ``KEY_SEP``, the packed record key) with an empty value.
 
-Two twinned classes do the common cases fast: :class:`RecordWriter` (a put
-of a plain value, or a ``put_many`` of plain values) and
-:class:`RecordReader` (get by key or by index, and index scans). They,
-:class:`Record` and :func:`index_entries` have compiled twins in
-``centidb._speedups``, chosen by :mod:`centidb.impl`; everything they use is
-passed to their constructors. The general cases are
-:class:`centidb.records.access.Records`.
+:class:`RecordWriter` does the common cases of writes fast (a put of a
+plain value, or a ``put_many`` of plain values); everything it uses is
+passed to its constructor. :mod:`centidb.records.reader` does the common
+reads, :mod:`centidb.records.entry` starts them, and
+:class:`centidb.records.access.Records` does the general cases. This module is written once and,
+when centidb is built, compiled by Cython as it is (``record.pxd`` holds its
+types; :data:`centidb.impl.PURE_MODE`); compiled, it calls the key codec's
+compiled functions and the fast paths without a Python call.
 
 This layer calls engine transactions, through :mod:`centidb.records.fastpath`
 where it can (and reads the fields of the store transactions it is handed);
@@ -21,27 +22,39 @@ never a layer above.
 
 from __future__ import annotations
 
-import types
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple
-from zlib import crc32
+from typing import TYPE_CHECKING, Any, Callable, Tuple
 
-from centidb import impl, keylib
+if TYPE_CHECKING:
+    from centidb import _nocython as cython
+else:
+    try:
+        import cython
+    except ImportError:     # not built: the names below are the pure-Python ones
+        from centidb import _nocython as cython
+
 from centidb.engines import EngineTransaction
 from centidb.records.fastpath import (
-    checked_engine_txn, delete_one, first_key, put_many, put_one, replace_one,
+    checked_engine_txn, delete_one, put_many, put_one, replace_one,
 )
 from centidb.engines.base import Item
-from centidb.errors import CentiError, CorruptKeyError
+from centidb.engines.fastcalls import FastCallsLike
 from centidb.keyformat import KEY_SEP
 from centidb.keylib import Key
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Record', 'RecordWriter', 'RecordReader', 'index_entries', 'as_key', 'IndexSpec']
+if not cython.compiled:
+    # Compiled, record.pxd cimports the C functions and classes of these names.
+    from centidb.checksums import intact, seal
+    from centidb.keylib import pack_entry
+    from centidb.msgpackcodec import MsgpackDecode, MsgpackEncode
+    from centidb.records.kernel import body_of, rejoined
+
+
+__all__ = ['Record', 'RecordWriter', 'index_entries', 'as_key', 'IndexSpec', 'seen',
+           'new_record', 'decoded_body']
 
 ENTRY_SEP = bytes([KEY_SEP])
-# What a scan yields: records' values, (key, value) or keys; or, walking an
-# index's entries, the values or (index tuple, value) of the records they name.
-_VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS = 0, 1, 2, 3, 4
+_SEP = ENTRY_SEP    # the same, as a C variable once compiled
 _EMPTY = b''
 
 #: One index as :func:`index_entries` takes it: ``(index function, index
@@ -120,8 +133,38 @@ def seen(record: Record, key_bytes: bytes, etxn: Any = None) -> Record:
     """
     record._key_bytes = key_bytes
     if etxn is not None:
-        record._read_in = fast = etxn.fast
+        fast = etxn.fast
+        record._read_in = fast
         record._read_at = fast.writes
+    return record
+
+
+def new_record(coll: Any, data: Any, key: Key, stored: bytes, entries: list[bytes],
+               indexes: tuple[object, ...], key_bytes: bytes, fast: FastCallsLike) -> Record:
+    """Return a :class:`Record` as read or written, made without calling the class.
+
+    It is ``seen(Record(coll, data, key, stored, entries, indexes),
+    key_bytes, etxn)``, `fast` being etxn's ``fast``.
+
+    :param coll: the collection.
+    :param data: the record's value.
+    :param key: its key tuple.
+    :param stored: the stored bytes.
+    :param entries: the index entries of that version.
+    :param indexes: the index set `entries` was made for.
+    :param key_bytes: the engine key `stored` is under.
+    :param fast: the ``fast`` of the engine transaction that holds it.
+    """
+    record = Record.__new__(Record)
+    record.coll = coll
+    record.data = data
+    record.key = key
+    record._stored = stored
+    record._entries = entries
+    record._indexes = indexes
+    record._key_bytes = key_bytes
+    record._read_in = fast
+    record._read_at = fast.writes
     return record
 
 
@@ -144,25 +187,44 @@ def index_entries(specs: tuple[IndexSpec, ...], data: Any, tail: bytes) -> list[
         :func:`~centidb.keylib.packs`.
     """
     entries: list[bytes] = []
-    packs = keylib.packs
     for func, prefix in specs:
         result = func(data)
         if result is None:
             continue
         if type(result) is list:
             for item in result:
-                entries.append(packs(item if isinstance(item, tuple) else (item,), prefix)
-                               + tail)
+                entries.append(pack_entry(item, prefix, tail))
         else:
-            entries.append(packs(result if isinstance(result, tuple) else (result,), prefix)
-                           + tail)
+            entries.append(pack_entry(result, prefix, tail))
     return entries
 
 
-def _past(last: bytes, lo: bytes | None, hi: bytes | None,
-          reverse: bool) -> tuple[bytes | None, bytes | None]:
-    """The bounds ``(lo, hi)`` of what a scan has left once it has yielded `last`."""
-    return (lo, last) if reverse else (last + b'\x00', hi)
+def _encoded(encode: Callable[[Any], bytes], data: Any) -> bytes:
+    """``encode(data)``; compiled, msgpack's encoder is called in C."""
+    if type(encode) is MsgpackEncode:
+        msgpack_encode = encode
+        return msgpack_encode.run(data)
+    return encode(data)
+
+
+def decoded_body(decode: Callable[[bytes], Any], body: bytes) -> Any:
+    """Return ``decode(body)``; compiled, msgpack's decoder is called in C.
+
+    :param decode: an encoder's ``decode``.
+    :param body: a stored value's body (see :func:`body_of`).
+    """
+    if type(decode) is MsgpackDecode:
+        msgpack_decode = decode
+        return msgpack_decode.run(body)
+    return decode(body)
+
+
+def _any_longer(entries: list[bytes], limit: int) -> bool:
+    """True if an entry of `entries` is longer than `limit` bytes."""
+    for entry in entries:
+        if len(entry) > limit:
+            return True
+    return False
 
 
 #: Up to this many index entries, membership tests scan a list.
@@ -176,7 +238,7 @@ class RecordWriter:
     with a key or a ``key_func``, an exact encoder, the collection's own
     packer, every stored index added and no batches; :meth:`write_many`
     the same for a list of values, keyed by the ``key_func`` or the
-    counter. The compiled twin behaves identically.
+    counter.
 
     :param coll: the collection, kept in each :class:`Record`.
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
@@ -195,15 +257,12 @@ class RecordWriter:
         entries of a stored record.
     :param too_long: ``too_long(key, key bytes, entries)`` raises the
         ``ValueError`` for a key or entry longer than `limit`.
-    :param record_class: the pure-Python :class:`Record` class: a value of
-        this type, like one of the active :class:`Record`, is not the common
-        case.
     :param counted: True if the collection's keys come from its counter:
         :meth:`write` then declines (a given key must raise the counter),
         while :meth:`write_many` takes the counter's value from its caller.
     :param plain_id: the id of the plain packer, and `decode_plain` the
-        encoder's ``decode``: with them the compiled twin decodes an old
-        version inline (the pure version uses only `old_entries`).
+        encoder's ``decode``: with them an old version packed plainly is
+        decoded inline (others go to `old_entries`).
     :param decode_plain: see `plain_id`.
     :param checksum: end each stored value with its CRC-32 trailer (:mod:`centidb.checksums`).
     """
@@ -214,7 +273,7 @@ class RecordWriter:
                  key_func: Callable[[Any], Any] | None, specs: tuple[IndexSpec, ...],
                  indexes: tuple[object, ...], limit: int | None,
                  old_entries: Callable[[bytes, bytes], list[bytes]],
-                 too_long: Callable[[Key, bytes, list[bytes]], object], record_class: type,
+                 too_long: Callable[[Key, bytes, list[bytes]], object],
                  counted: bool = False, plain_id: int = -1,
                  decode_plain: Callable[[bytes], Any] | None = None,
                  checksum: bool = False) -> None:
@@ -232,11 +291,24 @@ class RecordWriter:
         self.limit = limit
         self.old_entries = old_entries
         self.too_long = too_long
-        self.record_class = record_class
         self.counted = counted
         self.plain_id = plain_id
         self.decode_plain = decode_plain
         self.checksum = checksum
+
+    def _old_entries(self, old: bytes, entry_tail: bytes) -> list[bytes]:
+        # old_entries(old, entry_tail), decoding a plain record inline.
+        trailer = 4 if self.checksum else 0
+        if type(old) is not bytes or self.decode_plain is None:
+            return self.old_entries(old, entry_tail)
+        body = old
+        if len(body) > trailer and body[0] == self.plain_id and (not trailer or intact(body)):
+            try:
+                data = decoded_body(self.decode_plain, body_of(body, trailer))
+            except Exception:
+                return self.old_entries(old, entry_tail)   # raises the right error
+            return index_entries(self.specs, data, entry_tail)
+        return self.old_entries(old, entry_tail)
 
     def write(self, txn: Transaction, data: Any, key: object, blind: bool) -> Record | None:
         """Store `data` in the store transaction `txn`; return its Record.
@@ -258,8 +330,8 @@ class RecordWriter:
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
         if not self.usable or self.counted:
             return None
-        read: Any = None    # this module's Record, or the pure one in a twin
-        if type(data) is Record or type(data) is self.record_class:
+        read = None
+        if type(data) is Record:
             # A Record read from this collection knows its stored version's entries.
             read = data
             if read.coll is not self.coll or read._indexes is not self.indexes:
@@ -270,33 +342,35 @@ class RecordWriter:
         if key is None:
             if self.key_func is None:
                 return None
-            encoded = self.encode(data)
+            encoded = _encoded(self.encode, data)
             key = self.key_func(data)
         else:
-            encoded = self.encode(data)
-        value = self.header + (encoded if self.compress is None else self.compress(encoded))
-        value += crc32(value).to_bytes(4, 'little') if self.checksum else _EMPTY
+            encoded = _encoded(self.encode, data)
+        if self.compress is not None:
+            encoded = self.compress(encoded)
+        value = self.header + encoded
+        if self.checksum:
+            value = seal(value)
         key = as_key(key)
-        key_bytes = keylib.packs(key, self.prefix)
+        key_bytes = pack_entry(key, self.prefix, _EMPTY)
         if self.specs:
-            entry_tail = ENTRY_SEP + key_bytes[len(self.prefix):]
+            entry_tail = rejoined(_SEP, key_bytes, len(self.prefix))
             entries = index_entries(self.specs, data, entry_tail)
         else:
             entry_tail, entries = _EMPTY, []
         limit = self.limit
-        if limit is not None and (len(key_bytes) > limit
-                                  or any(len(entry) > limit for entry in entries)):
+        if limit is not None and (len(key_bytes) > limit or _any_longer(entries, limit)):
             self.too_long(key, key_bytes, entries)
         old = None
         replaced = False    # the record is written already; old is what it replaced
+        fast = etxn.fast
         if not blind and self.indexes:
-            fast = etxn.fast
             if (read is not None and read._read_in is fast
                     and read._read_at == fast.writes and read._key_bytes == key_bytes):
                 old = read._stored      # nothing was written in etxn since it was read
             elif fast.replace is not None:
                 # Every user function has run: one lookup reads and writes.
-                old = replace_one(etxn, key_bytes, value)
+                old = replace_one(etxn, fast, key_bytes, value)
                 replaced = True
             else:
                 # Every key is within the engine's limit now: the unchecked getter is safe.
@@ -304,33 +378,36 @@ class RecordWriter:
                 old = etxn.get(key_bytes) if get is None else get(key_bytes)
         if not entries and old is None:
             if not replaced:
-                put_one(etxn, key_bytes, value)
-            return seen(Record(self.coll, data, key, value, entries, self.indexes),
-                        key_bytes, etxn)
+                put_one(etxn, fast, key_bytes, value)
+            return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes,
+                              fast)
         writes = [] if replaced else [(key_bytes, value)]
         if old is None:
-            writes += [(entry, _EMPTY) for entry in entries]
+            for entry in entries:
+                writes.append((entry, _EMPTY))
         else:
             if read is not None and read._key_bytes == key_bytes and read._stored == old:
-                old_entries = read._entries
+                old_entries: list[bytes] = read._entries  # type: ignore[assignment]  # set with _stored
             else:
                 try:
-                    old_entries = self.old_entries(old, entry_tail)
+                    old_entries = self._old_entries(old, entry_tail)
                 except BaseException:
                     if replaced:
-                        put_one(etxn, key_bytes, old)   # the old version back: nothing written
+                        put_one(etxn, fast, key_bytes, old)  # the old version back: nothing written
                     raise
             # Most records have a few entries: a list is then cheaper than a set.
             had = old_entries if len(old_entries) <= _FEW else set(old_entries)
             has = entries if len(entries) <= _FEW else set(entries)
             for entry in old_entries:
                 if entry not in has:
-                    delete_one(etxn, entry)
+                    delete_one(etxn, fast, entry)
             # Entries the old version has too are stored already.
-            writes += [(entry, _EMPTY) for entry in entries if entry not in had]
+            for entry in entries:
+                if entry not in had:
+                    writes.append((entry, _EMPTY))
         if writes:
-            put_many(etxn, writes)
-        return seen(Record(self.coll, data, key, value, entries, self.indexes), key_bytes, etxn)
+            put_many(etxn, fast, writes)
+        return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes, fast)
 
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
                    first_id: int | None) -> list[Key] | None:
@@ -358,14 +435,12 @@ class RecordWriter:
         """
         if not self.usable or (first_id is None and self.key_func is None):
             return None
-        record_class = self.record_class
         for data in datas:
-            if type(data) is Record or type(data) is record_class:
+            if type(data) is Record:
                 return None
         encode, compress, header = self.encode, self.compress, self.header
         checksum = self.checksum
         key_func, prefix, specs, limit = self.key_func, self.prefix, self.specs, self.limit
-        packs = keylib.packs
         start = len(prefix)
         reads = not blind and bool(self.indexes)
         writes: list[Item] = []
@@ -376,23 +451,26 @@ class RecordWriter:
         lo = hi = _EMPTY
         next_id = first_id
         for data in datas:
-            encoded = encode(data)
+            encoded = _encoded(encode, data)
             if next_id is None:
                 key = as_key(key_func(data))  # type: ignore[misc]  # checked above: not None
             else:
                 key = (next_id,)
                 next_id += 1
-            value = header + (encoded if compress is None else compress(encoded))
-            value += crc32(value).to_bytes(4, 'little') if checksum else _EMPTY
-            key_bytes = packs(key, prefix)
-            entry_tail = ENTRY_SEP + key_bytes[start:]
+            if compress is not None:
+                encoded = compress(encoded)
+            value = header + encoded
+            if checksum:
+                value = seal(value)
+            key_bytes = pack_entry(key, prefix, _EMPTY)
+            entry_tail = rejoined(_SEP, key_bytes, start)
             entries = index_entries(specs, data, entry_tail)
-            if limit is not None and (len(key_bytes) > limit
-                                      or any(len(entry) > limit for entry in entries)):
+            if limit is not None and (len(key_bytes) > limit or _any_longer(entries, limit)):
                 self.too_long(key, key_bytes, entries)
             keys.append(key)
             writes.append((key_bytes, value))
-            writes += [(entry, _EMPTY) for entry in entries]
+            for entry in entries:
+                writes.append((entry, _EMPTY))
             if reads:
                 counts.append(len(entries))
                 distinct.add(key_bytes)
@@ -447,354 +525,10 @@ class RecordWriter:
             else:
                 old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
             if old is not None:
-                old_entries = self.old_entries(old, ENTRY_SEP + key_bytes[start:])
+                old_entries = self._old_entries(old, rejoined(_SEP, key_bytes, start))
                 if old_entries:
                     keep = set(held)
                     stale += [entry for entry in old_entries if entry not in keep]
             merged.append((key_bytes, value))
             merged += [(entry, _EMPTY) for entry in held]
         return merged, stale
-
-
-class RecordReader:
-    """The common case of ``Collection.get`` and ``Index.get``, and index scans.
-
-    Prepared for one collection: it reads through the engine transaction's
-    unchecked getter when it has one, and decodes plain records inline. The
-    compiled twin behaves identically.
-
-    :param txns: the store's :class:`~centidb.txn.TxnManager`.
-    :param txn_class: :class:`~centidb.txn.Transaction`.
-    :param prefix: the collection's key prefix.
-    :param plain_id: the id of the plain packer (no compression).
-    :param decode_plain: the encoder's ``decode``; with `plain_id`, the
-        compiled twin decodes plain records inline.
-    :param decode: ``decode(stored)`` for any stored value (the pure
-        version uses only this).
-    :param limit: the engine's longest key, or None.
-    :param batched: True if the collection holds batches.
-    :param batch_get: ``batch_get(engine txn, key bytes)`` reads a record
-        in a batch or not; reads try it when the plain read misses, for a
-        record a ``batch()`` moved, in this transaction or another process.
-    :param missing: ``missing(index name, key)``: the error for an entry naming no record.
-    :param corrupt_entry: ``corrupt_entry(entry)``: the error for a malformed entry.
-    :param corrupt_record: ``corrupt_record(key bytes, exception)`` returns
-        the error for a stored value that cannot be decoded.
-    :param corrupt_key: ``corrupt_key(key bytes, exception)`` returns the
-        error for a record key that cannot be decoded.
-    :param batch_items: ``batch_items(engine txn, lo, hi, reverse)``
-        iterates ``(key bytes, stored)`` with batches expanded: scans hand
-        over to it when they meet a batch.
-    :param batch_flag: the header bit that marks a stored batch.
-    :param end: the engine key just past the collection's.
-    :param coll: the collection, and `specs` and `indexes` as for
-        :class:`RecordWriter`: :meth:`get_record` makes the
-        :class:`Record` a later ``put()`` updates without a second decode.
-    :param specs: see `coll`.
-    :param indexes: see `coll`.
-    :param checksum: the collection keeps checksums (the twin checks plain records inline).
-    """
-
-    def __init__(self, txns: TxnManager, txn_class: type[Transaction], prefix: bytes,
-                 plain_id: int, decode_plain: Callable[[bytes], Any],
-                 decode: Callable[[bytes], Any], limit: int | None, batched: bool,
-                 batch_get: Callable[[EngineTransaction, bytes], bytes | None],
-                 missing: Callable[[str, Key], Exception],
-                 corrupt_entry: Callable[[bytes], Exception],
-                 corrupt_record: Callable[[bytes, Exception], Exception],
-                 corrupt_key: Callable[[bytes, CorruptKeyError], Exception],
-                 batch_items: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[Item]],
-                 batch_flag: int, end: bytes | None, coll: Any = None,
-                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = (),
-                 checksum: bool = False) -> None:
-        self.txns = txns
-        self.txn_class = txn_class
-        self.prefix = prefix
-        self.plain_id = plain_id
-        self.decode_plain = decode_plain
-        self.decode = decode
-        self.limit = limit
-        self.batched = batched
-        self.batch_get = batch_get
-        self.missing = missing
-        self.corrupt_entry = corrupt_entry
-        self.corrupt_record = corrupt_record
-        self.corrupt_key = corrupt_key
-        self.batch_items = batch_items
-        self.batch_flag = batch_flag
-        self.end = end
-        self.coll = coll
-        self.specs = specs
-        self.indexes = indexes
-        self.checksum = checksum
-
-    def _stored(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
-        if self.batched:
-            return self.batch_get(etxn, key_bytes)
-        fast_get = etxn.fast.get
-        if fast_get is None or (self.limit is not None and len(key_bytes) > self.limit):
-            return etxn.get(key_bytes)
-        return fast_get(key_bytes)
-
-    def get(self, txn: Transaction, key: object, default: Any) -> Any:
-        """Return the value stored under `key`, or `default`.
-
-        :param txn: a :class:`~centidb.txn.Transaction` of the store.
-        :param key: the key tuple (a bare value means a 1-tuple).
-        :param default: returned when nothing is stored under `key`.
-        :returns: the decoded record value, or `default`.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        """
-        key_bytes = keylib.packs(as_key(key), self.prefix)
-        stored = self._read(checked_engine_txn(self.txns, self.txn_class, txn, False),
-                            key_bytes)
-        if stored is None:
-            return default
-        return self._decoded(key_bytes, stored)
-
-    def get_record(self, txn: Transaction, key: object, default: Any) -> Any:
-        """Return the :class:`Record` stored under `key`, or `default`.
-
-        The Record keeps the stored bytes and index entries, as
-        ``Collection.get(rec=True)`` promises; errors as for :meth:`get`.
-
-        :param txn: a :class:`~centidb.txn.Transaction` of the store.
-        :param key: the key tuple (a bare value means a 1-tuple).
-        :param default: returned when nothing is stored under `key`.
-        """
-        key = as_key(key)
-        key_bytes = keylib.packs(key, self.prefix)
-        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        stored = self._read(etxn, key_bytes)
-        if stored is None:
-            return default
-        data = self._decoded(key_bytes, stored)
-        entries = index_entries(self.specs, data, ENTRY_SEP + key_bytes[len(self.prefix):])
-        return seen(Record(self.coll, data, key, stored, entries, self.indexes), key_bytes, etxn)
-
-    def _read(self, etxn: EngineTransaction, key_bytes: bytes) -> bytes | None:
-        stored = self._stored(etxn, key_bytes)
-        if stored is None and not self.batched:
-            # Another process may have batched the collection since it was opened.
-            stored = self.batch_get(etxn, key_bytes)
-        return stored
-
-    def _decoded(self, key_bytes: bytes, stored: bytes) -> Any:
-        try:
-            return self.decode(stored)
-        except CentiError:
-            raise
-        except Exception as exc:
-            raise self.corrupt_record(key_bytes, exc) from exc
-
-    def values(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
-               reverse: bool) -> Iterator[Any]:
-        """Iterate the values of the records in ``[lo, hi)``, in key order.
-
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest engine key.
-        :param hi: the engine key at which to stop.
-        :param reverse: iterate from `hi` down.
-        :raises ~centidb.errors.CorruptRecordError: (while iterating) for a
-            stored value that cannot be decoded.
-        """
-        return self._scan(etxn, lo, hi, reverse, _VALUES)
-
-    def items(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
-              reverse: bool) -> Iterator[tuple[Key, Any]]:
-        """Iterate ``(key tuple, value)`` of the records in ``[lo, hi)``; see :meth:`values`.
-
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest engine key.
-        :param hi: the engine key at which to stop.
-        :param reverse: iterate from `hi` down.
-        :raises ~centidb.errors.CorruptKeyError: (while iterating) for a
-            record key that cannot be decoded.
-        """
-        return self._scan(etxn, lo, hi, reverse, _ITEMS)
-
-    def keys(self, etxn: EngineTransaction, lo: bytes, hi: bytes,
-             reverse: bool) -> Iterator[Key]:
-        """Iterate the key tuples of the records in ``[lo, hi)``; see :meth:`values`.
-
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest engine key.
-        :param hi: the engine key at which to stop.
-        :param reverse: iterate from `hi` down.
-        """
-        return self._scan(etxn, lo, hi, reverse, _KEYS)
-
-    def _scan(self, etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
-              reverse: bool, what: int, index_prefix: bytes = b'',
-              index_name: str = '') -> Iterator[Any]:
-        # Records (or index entries) come in chunks from the engine. A record
-        # scan hands the rest of its range to batch_items when it meets a
-        # batch, which expands batches.
-        flag = self.batch_flag
-        records = what < _INDEX_VALUES
-        if records and reverse:
-            # A batch sits under its highest member: one at or past hi may
-            # hold members below it.
-            found = etxn.first(hi, self.end)
-            if found is not None and found[1] and found[1][0] & flag:
-                yield from self._expanded(etxn, lo, hi, True, what)  # type: ignore[arg-type]
-                return
-        last, restart = None, True
-        fetched: dict[bytes, bytes | None] | None = None
-        while restart:
-            restart = False
-            if last is not None:
-                lo, hi = _past(last, lo, hi, reverse)
-            fast = etxn.fast
-            writes = fast.writes
-            chunks = etxn.item_chunks(lo, hi, reverse)
-            try:
-                for chunk in chunks:
-                    if not records and fast.get is None:
-                        # A networked engine: one round trip for the chunk's records.
-                        fetched = self._fetched(etxn, chunk, index_prefix)
-                    for key_bytes, stored in chunk:
-                        if fast.writes != writes:    # it wrote, or ended: start again
-                            restart = True
-                            break
-                        if not records:
-                            yield self._entry_output(etxn, key_bytes, index_prefix,
-                                                     index_name, what, fetched)
-                        elif not stored or stored[0] & flag:
-                            if last is not None:
-                                lo, hi = _past(last, lo, hi, reverse)
-                            yield from self._expanded(etxn, lo, hi, reverse,  # type: ignore[arg-type]
-                                                      what)
-                            return
-                        elif what == _VALUES:
-                            yield self._decoded(key_bytes, stored)
-                        else:
-                            yield self._output(key_bytes, stored, what)
-                        last = key_bytes
-                    if restart:
-                        break
-            finally:
-                chunks.close()
-        if records and not reverse:
-            found = etxn.first(hi, self.end)
-            if found is not None and found[1] and found[1][0] & flag:
-                if last is not None:
-                    lo, hi = _past(last, lo, hi, reverse)
-                yield from self._expanded(etxn, lo, hi, False, what)  # type: ignore[arg-type]
-
-    def _fetched(self, etxn: EngineTransaction, chunk: list[Item],
-                 index_prefix: bytes) -> dict[bytes, bytes | None]:
-        """The stored records the entries of `chunk` name, read with one ``get_many``.
-
-        Up to the first corrupt entry, which raises when the scan reaches it.
-        """
-        keys = []
-        for entry, _ in chunk:
-            try:
-                _, pos = keylib.split_first(entry, index_prefix)
-            except CorruptKeyError:
-                break
-            if not pos:
-                break
-            keys.append(self.prefix + entry[pos:])
-        return dict(zip(keys, etxn.get_many(keys)))
-
-    def _entry_output(self, etxn: EngineTransaction, entry: bytes, index_prefix: bytes,
-                      index_name: str, what: int,
-                      fetched: dict[bytes, bytes | None] | None) -> Any:
-        tup, pos = keylib.split_first(entry, index_prefix)
-        if not pos:
-            raise self.corrupt_entry(entry)
-        key_bytes = self.prefix + entry[pos:]
-        if fetched is not None and key_bytes in fetched and not self.batched:
-            stored = fetched[key_bytes]
-        else:
-            stored = self._stored(etxn, key_bytes)
-        if stored is None and not self.batched:
-            # A batch() (in this transaction or another process) may have moved it.
-            stored = self.batch_get(etxn, key_bytes)
-        if stored is None:
-            raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
-        if what == _INDEX_ITEMS:
-            return tup, self._decoded(key_bytes, stored)
-        return self._decoded(key_bytes, stored)
-
-    def _expanded(self, etxn: EngineTransaction, lo: bytes, hi: bytes, reverse: bool,
-                  what: int) -> Iterator[Any]:
-        for key_bytes, stored in self.batch_items(etxn, lo, hi, reverse):
-            yield self._output(key_bytes, stored, what)
-
-    def _output(self, key_bytes: bytes, stored: bytes, what: int) -> Any:
-        if what == _VALUES:
-            return self._decoded(key_bytes, stored)
-        try:
-            key = keylib.unpacks(key_bytes, self.prefix)
-        except CorruptKeyError as exc:
-            raise self.corrupt_key(key_bytes, exc) from None
-        if what == _KEYS:
-            return key
-        return key, self._decoded(key_bytes, stored)
-
-    def index_get(self, txn: Transaction, index_prefix: bytes, index_name: str, x: object,
-                  default: Any) -> Any:
-        """Return the value of the first record whose index tuple is `x`.
-
-        :param txn: a :class:`~centidb.txn.Transaction` of the store.
-        :param index_prefix: the index's prefix.
-        :param index_name: the index's name, for errors.
-        :param x: the index tuple (a bare value means a 1-tuple).
-        :param default: returned when no record has that index tuple.
-        :returns: the decoded record value, or `default`.
-        :raises TypeError: if `txn` is not a transaction of this store.
-        :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        :raises ~centidb.errors.IndexInconsistentError: if the entry points
-            at a missing record.
-        """
-        packed = keylib.packs(as_key(x), index_prefix)
-        etxn = checked_engine_txn(self.txns, self.txn_class, txn, False)
-        entry = first_key(etxn, packed + ENTRY_SEP, keylib.after_key(packed))
-        if entry is None:
-            return default
-        key_bytes = self.prefix + entry[len(packed) + 1:]
-        stored = self._stored(etxn, key_bytes)
-        if stored is None and not self.batched:
-            stored = self.batch_get(etxn, key_bytes)
-        if stored is None:
-            raise self.missing(index_name, keylib.unpacks(key_bytes, self.prefix))
-        return self._decoded(key_bytes, stored)
-
-    def index_records(self, index_prefix: bytes, index_name: str, items: bool,
-                      etxn: EngineTransaction, lo: bytes | None, hi: bytes | None,
-                      reverse: bool) -> Iterator[Any]:
-        """Iterate the records the entries of an index in ``[lo, hi)`` point at.
-
-        :param index_prefix: the index's prefix.
-        :param index_name: the index's name, for errors.
-        :param items: yield ``(index tuple, value)`` pairs instead of values.
-        :param etxn: the :class:`~centidb.engines.EngineTransaction`.
-        :param lo: the lowest entry key, or ``None``.
-        :param hi: the entry key at which to stop, or ``None``.
-        :param reverse: iterate from `hi` down.
-        :returns: an iterator of record values, or of pairs.
-        :raises ~centidb.errors.CorruptKeyError: (while iterating) for an
-            entry that does not hold an index tuple and a record key.
-        :raises ~centidb.errors.IndexInconsistentError: (while iterating)
-            for an entry that points at a missing record.
-        """
-        return self._scan(etxn, lo, hi, reverse, _INDEX_ITEMS if items else _INDEX_VALUES,
-                          index_prefix, index_name)
-
-
-#: The pure-Python versions, whichever implementation is active (for parity
-#: tests and the docs).
-PYTHON = types.SimpleNamespace(Record=Record, RecordWriter=RecordWriter,
-                               RecordReader=RecordReader, index_entries=index_entries)
-# A class twin is chosen at run time only: a type checker cannot rebind a
-# class name, so it sees the pure class, whose interface the twin's stub
-# (centidb/_speedups.pyi) repeats; tests/typing_twins.py checks they agree.
-if not TYPE_CHECKING:
-    Record = impl.choose(Record)
-    RecordWriter = impl.choose(RecordWriter)
-    RecordReader = impl.choose(RecordReader)
-index_entries = impl.choose(index_entries)
