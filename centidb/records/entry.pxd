@@ -7,5 +7,5 @@ from centidb.records.record cimport RecordWriter
 cdef object _reader_get(RecordReader reader, txn, key, default, bint rec)
 cdef object _reader_index_get(RecordReader reader, txn, bytes index_prefix, index_name, x,
                               default)
-cdef object _writer_write(writer, txn, data, key, blind)
+cdef object _put_in(calls, txn, rec, key, blind, packer)
 cdef object _bare_write(RecordWriter writer, txn, data, key, blind)

@@ -106,18 +106,8 @@ def collection_put(self: Any, rec: Any, key: object = None, blind: bool = False,
             if packer is not None:
                 calls.register_packer(packer)   # registers it before begin()
             with calls.txns.begin(True) as own:
-                if packer is None:
-                    record = _writer_write(calls.writer, own, rec, key, blind)
-                    if record is not None:
-                        return record
-                stored: Record = calls.put_general(own, rec, key, blind, packer)
-                return stored
-    if packer is None:
-        record = _writer_write(calls.writer, txn, rec, key, blind)
-        if record is not None:
-            return record
-    general: Record = calls.put_general(txn, rec, key, blind, packer)
-    return general
+                return _put_in(calls, own, rec, key, blind, packer)
+    return _put_in(calls, txn, rec, key, blind, packer)
 
 
 
@@ -162,13 +152,20 @@ def _reader_index_get(reader: RecordReader, txn: Transaction, index_prefix: byte
     return reader.index_get(txn, index_prefix, index_name, x, default)
 
 
-def _writer_write(writer: Any, txn: Transaction, data: Any, key: object,
-                  blind: bool) -> Record | None:
-    # The writer may be wrapped (limits, reports): only a bare one is called in C.
-    if type(writer) is RecordWriter:
-        return _bare_write(writer, txn, data, key, blind)
-    written: Record | None = writer.write(txn, data, key, blind)
-    return written
+def _put_in(calls: Any, txn: Transaction, rec: Any, key: object, blind: bool,
+            packer: Any) -> Record:
+    # The writer's common case, else the general put.
+    if packer is None:
+        writer = calls.writer
+        # It may be wrapped (limits, reports): only a bare one is called in C.
+        if type(writer) is RecordWriter:
+            record = _bare_write(writer, txn, rec, key, blind)
+        else:
+            record = writer.write(txn, rec, key, blind)
+        if record is not None:
+            return record
+    general: Record = calls.put_general(txn, rec, key, blind, packer)
+    return general
 
 
 def _bare_write(writer: RecordWriter, txn: Transaction, data: Any, key: object,
