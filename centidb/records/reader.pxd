@@ -4,8 +4,8 @@
 cimport cython
 from centidb.engines.fastcalls cimport FastCalls
 from centidb.records.fastpath cimport checked_engine_txn, first_key
-from centidb.records.record cimport decoded_body, index_entries, new_record
-from centidb._speedups cimport intact, body_of, first_key_end, pack_entry, rejoined, split_first
+from centidb.records.record cimport decoded_body, index_entries, new_record, plain_body
+from centidb._speedups cimport first_key_end, pack_entry, rejoined, split_first
 
 cdef bytes _SEP, _AFTER_KEY_SEP, _EMPTY
 cdef int _VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS
@@ -29,7 +29,6 @@ cdef class RecordReader:
     @cython.locals(key_bytes=bytes)
     cpdef get_record(self, txn, key, default)
     cdef object _read(self, etxn, bytes key_bytes)
-    @cython.locals(trailer=Py_ssize_t, body=bytes)
     cdef object _decoded(self, key_bytes, stored)
     @cython.locals(keys=list, pos=Py_ssize_t)
     cpdef dict _fetched(self, etxn, list chunk, bytes index_prefix)

@@ -33,11 +33,10 @@ from centidb.txn import Transaction, TxnManager
 
 if not cython.compiled:
     # Compiled, reader.pxd cimports the C functions and classes of these names.
-    from centidb.checksums import intact
     from centidb.engines.fastcalls import FastCalls
     from centidb.keylib import first_key_end, pack_entry, split_first
-    from centidb.records.kernel import body_of, rejoined
-    from centidb.records.record import decoded_body, index_entries, new_record
+    from centidb.records.kernel import rejoined
+    from centidb.records.record import decoded_body, index_entries, new_record, plain_body
 
 __all__ = ['RecordReader']
 
@@ -183,13 +182,10 @@ class RecordReader:
     def _decoded(self, key_bytes: bytes, stored: bytes) -> Any:
         # A plain record is decoded inline; with checksums, a damaged value
         # goes to decode(), which raises the error.
-        trailer = 4 if self.checksum else 0
         try:
-            if type(stored) is bytes:
-                body = stored
-                if (len(body) > trailer and body[0] == self.plain_id
-                        and (not trailer or intact(body))):
-                    return decoded_body(self.decode_plain, body_of(body, trailer))
+            body = plain_body(stored, self.plain_id, self.checksum)
+            if body is not None:
+                return decoded_body(self.decode_plain, body)
             return self.decode(stored)
         except CentiError:
             raise

@@ -35,6 +35,9 @@ cpdef list index_entries(tuple specs, data, bytes tail)
 @cython.locals(msgpack_encode=MsgpackEncode)
 cdef object _encoded(encode, data)
 
+@cython.locals(value=bytes, trailer=Py_ssize_t)
+cpdef object plain_body(stored, int plain_id, bint checksum)
+
 @cython.locals(msgpack_decode=MsgpackDecode)
 cpdef object decoded_body(decode, bytes body)
 
@@ -51,7 +54,6 @@ cdef class RecordWriter:
     cdef readonly tuple specs, indexes
     cdef readonly int plain_id
 
-    @cython.locals(trailer=Py_ssize_t, body=bytes)
     cdef list _old_entries(self, old, bytes entry_tail)
 
     @cython.locals(read=Record, fast=FastCalls, key_bytes=bytes, value=bytes,

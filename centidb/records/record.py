@@ -51,7 +51,7 @@ if not cython.compiled:
 
 
 __all__ = ['Record', 'RecordWriter', 'index_entries', 'as_key', 'IndexSpec', 'seen',
-           'new_record', 'decoded_body']
+           'new_record', 'plain_body', 'decoded_body']
 
 ENTRY_SEP = bytes([KEY_SEP])
 _SEP = ENTRY_SEP    # the same, as a C variable once compiled
@@ -207,6 +207,26 @@ def _encoded(encode: Callable[[Any], bytes], data: Any) -> bytes:
     return encode(data)
 
 
+def plain_body(stored: Any, plain_id: int, checksum: bool) -> bytes | None:
+    """Return the body of `stored` if the plain packer stored it intact, else None.
+
+    None also for a value that is not ``bytes``, or (with `checksum`) whose
+    trailer does not match: those go to the collection's full decode, which
+    raises the right error.
+
+    :param stored: a stored value.
+    :param plain_id: the plain packer's id, the header byte to match.
+    :param checksum: the value ends with a CRC-32 trailer.
+    """
+    if type(stored) is not bytes:
+        return None
+    value = stored
+    trailer = 4 if checksum else 0
+    if len(value) > trailer and value[0] == plain_id and (not checksum or intact(value)):
+        return body_of(value, trailer)
+    return None
+
+
 def decoded_body(decode: Callable[[bytes], Any], body: bytes) -> Any:
     """Return ``decode(body)``; compiled, msgpack's decoder is called in C.
 
@@ -298,13 +318,10 @@ class RecordWriter:
 
     def _old_entries(self, old: bytes, entry_tail: bytes) -> list[bytes]:
         # old_entries(old, entry_tail), decoding a plain record inline.
-        trailer = 4 if self.checksum else 0
-        if type(old) is not bytes or self.decode_plain is None:
-            return self.old_entries(old, entry_tail)
-        body = old
-        if len(body) > trailer and body[0] == self.plain_id and (not trailer or intact(body)):
+        body = plain_body(old, self.plain_id, self.checksum)
+        if body is not None and self.decode_plain is not None:
             try:
-                data = decoded_body(self.decode_plain, body_of(body, trailer))
+                data = decoded_body(self.decode_plain, body)
             except Exception:
                 return self.old_entries(old, entry_tail)   # raises the right error
             return index_entries(self.specs, data, entry_tail)
