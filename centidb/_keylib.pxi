@@ -422,9 +422,9 @@ cdef struct Reader:
     unsigned char mask      # 0xFF inside a Desc element, else 0
 
 
-cdef inline int need(Reader *r, Py_ssize_t count) except -1:
-    if r.n - r.pos < count:
-        raise corrupt(f'truncated: {count} bytes needed, {r.n - r.pos} left', r.pos)
+cdef inline int need(Reader *r, Py_ssize_t size) except -1:
+    if r.n - r.pos < size:
+        raise corrupt(f'truncated: {size} bytes needed, {r.n - r.pos} left', r.pos)
     return 0
 
 
@@ -432,23 +432,23 @@ cdef inline unsigned char at(Reader *r, Py_ssize_t i) noexcept:
     return r.s[i] ^ r.mask
 
 
-cdef bytes take(Reader *r, Py_ssize_t count):
+cdef bytes take(Reader *r, Py_ssize_t size):
     cdef bytes chunk
     cdef Py_ssize_t i
     cdef unsigned char *p
-    need(r, count)
+    need(r, size)
     # Allocate fresh (never a cached one-byte object) before writing into it.
-    chunk = PyBytes_FromStringAndSize(NULL, count)
+    chunk = PyBytes_FromStringAndSize(NULL, size)
     p = <unsigned char *>PyBytes_AS_STRING(chunk)
-    for i in range(count):
+    for i in range(size):
         p[i] = r.s[r.pos + i] ^ r.mask
-    r.pos += count
+    r.pos += size
     return chunk
 
 
 cdef object read_int_part(Reader *r, unsigned char tag):
     """Mirrors keylib._decode_int_part."""
-    cdef Py_ssize_t length, count, i
+    cdef Py_ssize_t length, width, i
     cdef bint negative
     cdef uint64_t v = 0
     cdef unsigned char first
@@ -461,18 +461,18 @@ cdef object read_int_part(Reader *r, unsigned char tag):
     else:
         negative = tag == TAG_NEG_BIG
         need(r, 1)
-        count = at(r, r.pos)
+        width = at(r, r.pos)
         if negative:
-            count = 0xFF - count
+            width = 0xFF - width
         r.pos += 1
-        length_bytes = take(r, count)
+        length_bytes = take(r, width)
         if negative:
             length_bytes = length_bytes.translate(_INVERT)
-        if not count or length_bytes[0] == 0:
-            raise corrupt('non-canonical integer length', r.pos - count - 1)
+        if not width or length_bytes[0] == 0:
+            raise corrupt('non-canonical integer length', r.pos - width - 1)
         big_length = int.from_bytes(length_bytes, 'big')
         if big_length <= INT_SMALL_MAX_BYTES:
-            raise corrupt('non-canonical long integer', r.pos - count - 1)
+            raise corrupt('non-canonical long integer', r.pos - width - 1)
         if big_length > r.n - r.pos:
             raise corrupt(f'truncated: {big_length} bytes needed, {r.n - r.pos} left', r.pos)
         magnitude = take(r, big_length)

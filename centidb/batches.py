@@ -238,7 +238,7 @@ class BatchView:
     def sealed(self, value: bytes) -> bytes:
         """`value` with its checksum trailer (as it is, without checksums).
 
-        :param value: a plain record's header byte and packed bytes, or a batch.
+        :param value: a plain record's header byte and the packer's output, or a batch.
         """
         return checksums.seal(value) if self.checksum else value
 

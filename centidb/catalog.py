@@ -204,7 +204,7 @@ class EncoderRegistry:
                 f'a record in collection {coll_name!r} names packer id '
                 f'{packer_id}, which this store never registered (corrupt data?)')
         raise UnknownEncoderError(
-            f'a record in collection {coll_name!r} was packed with {name!r}, '
+            f'a record in collection {coll_name!r} was stored with {name!r}, '
             f'which is not registered in this session; call '
             f'store.add_encoder() with the {name!r} Encoder first')
 

@@ -285,7 +285,7 @@ class Collection:
             the key codec cannot encode (see :func:`~centidb.keylib.packs`).
         :raises TypeError: if `txn` is not a transaction of this store.
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+        :raises ~centidb.errors.UnknownEncoderError: for a record stored
             with a packer not registered in this session.
         """
         packed = [keylib.packs(as_key(key), self.prefix) for key in keys]
@@ -314,7 +314,7 @@ class Collection:
         {query}
         :returns: an iterator of ``(key tuple, value)``.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
-            record packed with a packer not registered in this session.
+            record stored with a packer not registered in this session.
         """
         return self._scan(txn, lo, hi, prefix, startswith, reverse, max, include,
                           self.calls.reader.items)
@@ -340,7 +340,7 @@ class Collection:
         {query}
         :returns: an iterator of record values.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
-            record packed with a packer not registered in this session.
+            record stored with a packer not registered in this session.
         """
         return self._scan(txn, lo, hi, prefix, startswith, reverse, max, include,
                           self.calls.reader.values)
@@ -498,7 +498,7 @@ class Collection:
             read-only.
         :raises ~centidb.errors.UnknownEncoderError: if `packer` is new to
             the store while this thread has a write transaction open, or a
-            record in the range was packed with an unregistered packer.
+            record in the range was stored with an unregistered packer.
         """
         batches.check_limits(max_recs, max_bytes)
         packer_id = self._catalog.encoder_id(packer)

@@ -1,7 +1,7 @@
 """Compress and decompress functions of the built-in packers, bounded by a size limit.
 
 A store's ``max_unpacked_size`` (see :data:`centidb.encodings.MAX_UNPACKED_SIZE`)
-is the most bytes one stored value may decompress to (its *unpacked size*).
+is the most bytes one stored value may decompress to (its *decompressed size*).
 :func:`bounded_functions` gives, for zlib and for lz4, zstd and snappy where
 their packages are installed, a compress function that refuses data longer
 than the limit (:class:`~centidb.errors.ValueTooLargeError`: such a value
@@ -31,7 +31,7 @@ Functions = Tuple[str, Callable[[bytes], bytes], Callable[[bytes], bytes]]
 
 
 def _too_big(name: str, limit: int) -> ValueError:
-    return ValueError(f'the {name} data unpacks to more than {limit} bytes, the '
+    return ValueError(f'the {name} data decompresses to more than {limit} bytes, the '
                       f'max_unpacked_size limit (a store you trust can be opened with '
                       f'a larger max_unpacked_size)')
 
@@ -39,7 +39,7 @@ def _too_big(name: str, limit: int) -> ValueError:
 def _too_large(name: str, size: int, limit: int) -> ValueTooLargeError:
     return ValueTooLargeError(
         f'the value encodes to {size} bytes, more than the {limit} bytes the '
-        f'max_unpacked_size limit lets the {name} packer unpack when reading it. '
+        f'max_unpacked_size limit lets the {name} packer decompress when reading it. '
         f'Nothing was written: store smaller records, or open the store with a '
         f'larger max_unpacked_size')
 
@@ -64,18 +64,18 @@ def _zlib_decompress(limit: int) -> Callable[[bytes], bytes]:
     about `limit` bytes, not the doubling buffer one call would grow.
     """
     def decompress(data: bytes) -> bytes:
-        unpacker = zlib.decompressobj()
+        inflater = zlib.decompressobj()
         pieces = []
         total = 0
         pending = data
-        while not unpacker.eof:
-            piece = unpacker.decompress(pending, min(limit + 1 - total, _CHUNK))
+        while not inflater.eof:
+            piece = inflater.decompress(pending, min(limit + 1 - total, _CHUNK))
             total += len(piece)
             if total > limit:
                 raise _too_big('zlib', limit)
             pieces.append(piece)
-            pending = unpacker.unconsumed_tail
-            if not (piece or pending or unpacker.eof):
+            pending = inflater.unconsumed_tail
+            if not (piece or pending or inflater.eof):
                 raise ValueError('incomplete or truncated zlib stream')
         return pieces[0] if len(pieces) == 1 else b''.join(pieces)
     return decompress
@@ -126,7 +126,7 @@ def _zstd_functions(zstandard: ModuleType, limit: int) -> tuple[Callable[[bytes]
         try:
             return context.decompress(data, max_output_size=limit)
         except zstandard.ZstdError as exc:
-            raise ValueError(f'the zstd data is corrupt or unpacks to more than {limit} '
+            raise ValueError(f'the zstd data is corrupt or decompresses to more than {limit} '
                              f'bytes, the max_unpacked_size limit ({exc})') from None
 
     return compress, decompress

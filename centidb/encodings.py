@@ -607,7 +607,7 @@ def _identity(data: bytes) -> bytes:
 #: Stores the encoded bytes as they are.
 PLAIN_PACKER = Encoder('plain', _identity, _identity)
 
-#: The most bytes a built-in packer unpacks one stored value (a record or a
+#: The most bytes a built-in packer decompresses one stored value (a record or a
 #: batch) to, unless the store was opened with another ``max_unpacked_size``.
 #: A stored value claiming more raises ``ValueError`` before more than this
 #: is unpacked (reading a record, :class:`~centidb.errors.CorruptRecordError`),
@@ -626,7 +626,7 @@ def make_packers(max_unpacked_size: int = MAX_UNPACKED_SIZE) -> list[Encoder]:
     all; packing more raises :class:`~centidb.errors.ValueTooLargeError`
     (a ``ValueError``), as such a value could never be read back.
 
-    :param max_unpacked_size: the most bytes one stored value unpacks to.
+    :param max_unpacked_size: the most bytes one stored value decompresses to.
     :returns: a ``list`` of :class:`Encoder`: zlib, then lz4, zstd and
         snappy where their packages are installed.
     :raises TypeError: if `max_unpacked_size` is not an ``int``.

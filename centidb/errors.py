@@ -288,7 +288,7 @@ class ValueTooDeepError(CentiError, ValueError):
 
 
 class ValueTooLargeError(CentiError, ValueError):
-    """A value to store encodes to more bytes than its packer may unpack.
+    """A value to store encodes to more bytes than its packer may decompress.
 
     The limit is the store's ``max_unpacked_size`` (see
     :class:`centidb.store.Store`), which reading checks too: a larger value

@@ -151,7 +151,7 @@ class Index:
         {query}
         :returns: an iterator of ``(index tuple, value)``.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
-            record packed with a packer not registered in this session.
+            record stored with a packer not registered in this session.
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
@@ -166,7 +166,7 @@ class Index:
         {query}
         :returns: an iterator of record values, one per entry.
         :raises ~centidb.errors.UnknownEncoderError: (while iterating) for a
-            record packed with a packer not registered in this session.
+            record stored with a packer not registered in this session.
         :raises ~centidb.errors.IndexInconsistentError: (while iterating)
             for an entry that points at a missing record.
         """
@@ -232,7 +232,7 @@ class Index:
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
         :raises ~centidb.errors.IndexInconsistentError: if an entry points
             at a missing record.
-        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+        :raises ~centidb.errors.UnknownEncoderError: for a record stored
             with a packer not registered in this session.
         """
         tuples = [as_key(tup) for tup in tups]
@@ -319,8 +319,8 @@ class IndexSet:
                 raise ValueError(f'index {name!r} was already added to collection '
                                  f'{self.coll_name!r} in this session')
             if name in self.ids:
-                stored = self.txns.run(None, False, self._stored_unique, name)
-                self._check_unique(name, stored, unique)
+                was_unique = self.txns.run(None, False, self._stored_unique, name)
+                self._check_unique(name, was_unique, unique)
                 index = Index(self.coll, name, self.ids[name], func, self.txns, unique)
                 self._bind(index)
                 return index
@@ -354,11 +354,11 @@ class IndexSet:
     def _stored_unique(self, txn: Transaction, etxn: EngineTransaction, name: str) -> bool:
         return self.catalog.index_unique(etxn, self.coll_id, name)
 
-    def _check_unique(self, name: str, stored: bool, unique: bool) -> None:
-        if stored != unique:
+    def _check_unique(self, name: str, was_unique: bool, unique: bool) -> None:
+        if was_unique != unique:
             raise ValueError(
                 f'index {name!r} of collection {self.coll_name!r} is stored as '
-                f'{"unique" if stored else "not unique"}; add it with unique={stored}, '
+                f'{"unique" if was_unique else "not unique"}; add it with unique={was_unique}, '
                 f'or drop_index() it and add it again')
 
     def reload(self, index_ids: dict[str, int]) -> None:

@@ -256,10 +256,10 @@ def _corrupt(message: str, pos: int) -> CorruptKeyError:
     return CorruptKeyError(f'invalid key encoding: {message} at offset {pos}')
 
 
-def _take(data: bytes, pos: int, count: int) -> bytes:
-    chunk = data[pos:pos + count]
-    if len(chunk) != count:
-        raise _corrupt(f'truncated: {count} bytes needed, {len(chunk)} left', pos)
+def _take(data: bytes, pos: int, size: int) -> bytes:
+    chunk = data[pos:pos + size]
+    if len(chunk) != size:
+        raise _corrupt(f'truncated: {size} bytes needed, {len(chunk)} left', pos)
     return chunk
 
 
@@ -273,18 +273,18 @@ def _decode_int_part(tag: int, data: bytes, pos: int) -> tuple[int, int]:
         negative = True
     else:
         negative = tag == TAG_NEG_BIG
-        count = _take(data, pos, 1)[0]
+        width = _take(data, pos, 1)[0]
         if negative:
-            count = 0xFF - count
-        length_bytes = _take(data, pos + 1, count)
+            width = 0xFF - width
+        length_bytes = _take(data, pos + 1, width)
         if negative:
             length_bytes = length_bytes.translate(_INVERT)
-        if not count or length_bytes[0] == 0:
+        if not width or length_bytes[0] == 0:
             raise _corrupt('non-canonical integer length', pos)
         length = int.from_bytes(length_bytes, 'big')
         if length <= INT_SMALL_MAX_BYTES:
             raise _corrupt('non-canonical long integer', pos)
-        pos += 1 + count
+        pos += 1 + width
     magnitude = _take(data, pos, length)
     if negative:
         magnitude = magnitude.translate(_INVERT)

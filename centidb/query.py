@@ -229,7 +229,7 @@ class KeySpace:
         :returns: the record's value, or `default`.
         :raises TypeError: if `txn` is not a transaction of this store.
         :raises ~centidb.errors.TransactionError: if `txn` has ended.
-        :raises ~centidb.errors.UnknownEncoderError: for a record packed
+        :raises ~centidb.errors.UnknownEncoderError: for a record stored
             with a packer not registered in this session.
         :raises ~centidb.errors.IndexInconsistentError: (an index) if the
             entry points at a missing record.

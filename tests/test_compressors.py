@@ -4,7 +4,7 @@ A store's ``max_unpacked_size`` bounds what a built-in packer (zlib, lz4,
 zstd, snappy) unpacks on reading; a value that encodes to more would be
 stored but never read. Packing one raises
 :class:`~centidb.errors.ValueTooLargeError`, naming the size and the limit,
-and nothing is written. The plain packer unpacks nothing, so it has no limit.
+and nothing is written. The plain packer decompresses nothing, so it has no limit.
 """
 
 import pytest

@@ -64,7 +64,7 @@ def test_processes_creating_metadata_and_writing_at_once(tmp_path):
     path = str(tmp_path / 'db.lmdb')
     results = run_workers(path)
     # One id per index and collection, whatever process numbered it; one
-    # per encoder too, or the records packed with 'rev' would not decode.
+    # per encoder too, or the records stored with 'rev' would not decode.
     assert len({json.dumps(result, sort_keys=True) for result in results}) == 1
     with centidb.open('LmdbEngine', path=path) as store:
         store.add_encoder(Encoder('rev', lambda b: b[::-1], lambda b: b[::-1]))

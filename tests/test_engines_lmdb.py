@@ -455,7 +455,7 @@ def test_lmdb_write_frees_a_killed_readers_snapshot(tmp_path):
         eng.close()
 
 
-# --- page fill: long put lists in key order (MDB_APPEND), repacked copies ---------------
+# --- page fill: long put lists in key order (MDB_APPEND), copies with filled pages ---------------
 
 def _random_pairs(n, seed, value=b'v' * 60):
     import random
@@ -514,17 +514,17 @@ def test_lmdb_a_long_put_list_in_key_order_fills_its_pages(tmp_path):
     assert pages['bulk'] <= pages['in order'] and pages['bulk'] < 0.8 * pages['random']
 
 
-@pytest.mark.parametrize('repack', [True, False])
-def test_lmdb_backup_copies_every_key(tmp_path, repack):
+@pytest.mark.parametrize('fill_pages', [True, False])
+def test_lmdb_backup_copies_every_key(tmp_path, fill_pages):
     pytest.importorskip('lmdb')
     pairs = _random_pairs(3000, 4)
     with LmdbEngine(tmp_path / 'db', sync=False) as eng:
         with eng.begin(write=True) as txn:
             for key, value in pairs:
                 txn.put(key, value)
-        eng.backup(tmp_path / 'copy', repack=repack)
+        eng.backup(tmp_path / 'copy', fill_pages=fill_pages)
         with pytest.raises(DatabasePathError, match='already holds'):
-            eng.backup(tmp_path / 'copy', repack=repack)
+            eng.backup(tmp_path / 'copy', fill_pages=fill_pages)
         eng.backup(tmp_path / 'plain', compact=False)
         expected = list(eng.items())
     assert os.listdir(tmp_path / 'copy') == ['data.mdb']
@@ -534,8 +534,21 @@ def test_lmdb_backup_copies_every_key(tmp_path, repack):
         assert copy.get(b'k') == b'writable'
     size = os.path.getsize(tmp_path / 'copy' / 'data.mdb')
     plain = os.path.getsize(tmp_path / 'plain' / 'data.mdb')
-    if repack:
+    if fill_pages:
         assert size < 0.8 * plain       # full pages, against two thirds full
+
+
+def test_lmdb_backup_takes_repack_as_the_older_name_of_fill_pages(tmp_path):
+    pytest.importorskip('lmdb')
+    with LmdbEngine(tmp_path / 'db', sync=False) as eng:
+        with eng.begin(write=True) as txn:
+            for key, value in _random_pairs(3000, 4):
+                txn.put(key, value)
+        eng.backup(tmp_path / 'filled', repack=True, fill_pages=False)
+        eng.backup(tmp_path / 'kept', repack=False)
+    filled = os.path.getsize(tmp_path / 'filled' / 'data.mdb')
+    kept = os.path.getsize(tmp_path / 'kept' / 'data.mdb')
+    assert filled < 0.8 * kept
 
 
 def test_lmdb_backup_of_an_empty_store(tmp_path):

@@ -57,7 +57,7 @@ def crafted_tuples(depth):
 
 
 def store_raw(store, coll, key, stored):
-    """Write `stored` (header byte and packed bytes) as the record under `key`."""
+    """Write `stored` (header byte and the packer's output) as the record under `key`."""
     with store.engine.begin(write=True) as etxn:
         etxn.put(keylib.packs(key, coll.prefix), stored)
 
@@ -177,7 +177,7 @@ MIB = 1024 * 1024
 
 
 def zlib_bomb(size):
-    """zlib data that unpacks to `size` zero bytes (about size / 1000 bytes)."""
+    """zlib data that decompresses to `size` zero bytes (about size / 1000 bytes)."""
     packer = zlib.compressobj(9)
     chunk = bytes(MIB)
     parts = [packer.compress(chunk) for _ in range(size // MIB)]
@@ -232,7 +232,7 @@ def test_crafted_size_headers_are_refused_before_allocating():
     if lz4 is not None:
         claim = (2 ** 31).to_bytes(4, 'little') + b'\x00' * 8
         assert peak_bytes(lambda: lz4.decode(claim)) < MIB
-        with pytest.raises(ValueError, match='lz4 data unpacks to more than'):
+        with pytest.raises(ValueError, match='lz4 data decompresses to more than'):
             lz4.decode(claim)
     if zstd is not None:
         import zstandard

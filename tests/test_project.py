@@ -100,3 +100,43 @@ def test_every_module_has_its_test_file():
     assert named == [], 'these have their own test file now: drop them from TESTED_ELSEWHERE'
     assert all(os.path.exists(os.path.join(ROOT, 'tests', name))
                for name in [*TESTED_ELSEWHERE.values(), 'test_aliases.py'])
+
+
+def _package_sources():
+    for root, dirs, files in os.walk(os.path.join(ROOT, 'centidb')):
+        dirs[:] = [d for d in dirs if d != '__pycache__']
+        for name in files:
+            if name.endswith(('.py', '.pyx', '.pxi', '.pxd')):
+                path = os.path.join(root, name)
+                with open(path, encoding='utf-8') as fp:
+                    yield os.path.relpath(path, ROOT), fp.read()
+
+
+def test_every_glossary_entry_fits_on_one_line():
+    section = read('docs/architecture.rst').split('\nGlossary\n', 1)[1]
+    rule, _, rest = section.partition('\n=====')
+    rows = rest.split('\n=====', 2)[1].split('\n', 1)[1].split('\n=====', 1)[0]
+    words = [line[:23].strip() for line in rows.splitlines()]
+    assert len(words) > 40 and all(words)       # no row continues onto a second line
+    assert len(set(words)) == len(words)
+
+
+def test_the_code_keeps_the_glossary_flag_and_verb_rules():
+    """'stored' and 'count' never name a flag; 'packed with' is a packer's word misused."""
+    import ast
+    found = []
+    for path, text in _package_sources():
+        if 'packed with' in text or 'record packed' in text:
+            found.append(f'{path}: "packed" for a packer\'s output')
+        if not path.endswith('.py'):
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.arg) and isinstance(node.annotation, ast.Name) \
+                    and node.annotation.id == 'bool' \
+                    and (node.arg in ('count', 'counted') or node.arg.startswith('stored')):
+                found.append(f'{path}:{node.lineno}: flag {node.arg!r}')
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Compare):
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id in ('stored', 'count'):
+                        found.append(f'{path}:{node.lineno}: flag {target.id!r}')
+    assert found == []

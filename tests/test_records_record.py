@@ -382,7 +382,7 @@ def test_record_writer_declines_the_uncommon_cases():
 
 WRITER_ARGS = ('coll', 'txns', 'txn_class', 'usable', 'prefix', 'encode', 'compress', 'header',
                'key_func', 'specs', 'indexes', 'limit', 'old_entries', 'too_long',
-               'counted', 'plain_id', 'decode_plain', 'checksum')
+               'auto_key', 'plain_id', 'decode_plain', 'checksum')
 
 
 def _writer_like(writer, **changes):
@@ -400,7 +400,7 @@ def test_a_writer_keeps_its_arguments():
     copy = _writer_like(writer)
     assert [getattr(copy, name) for name in WRITER_ARGS] == [
         getattr(writer, name) for name in WRITER_ARGS]
-    assert (writer.coll, writer.prefix, writer.usable, writer.counted, writer.checksum) == (
+    assert (writer.coll, writer.prefix, writer.usable, writer.auto_key, writer.checksum) == (
         coll, coll.prefix, True, False, True)
     assert writer.specs == coll.records.specs and writer.limit is None
     store.close()

@@ -250,12 +250,12 @@ class EtcdEngine(Engine):
         return sum(int(op.response_delete_range.deleted) for op in response.responses[1:])
 
     def _range_request(self, lo: bytes | None, hi: bytes | None, revision: int, *,
-                       limit: int = 0, reverse: bool = False, count: bool = False) -> Any:
+                       limit: int = 0, reverse: bool = False, count_only: bool = False) -> Any:
         rpc = self.rpc
         return rpc.RangeRequest(
             key=self._data + (lo or b''),
             range_end=self._data_end if hi is None else self._data + hi,
-            revision=revision, limit=limit, count_only=count,
+            revision=revision, limit=limit, count_only=count_only,
             sort_order=rpc.RangeRequest.DESCEND if reverse else rpc.RangeRequest.NONE,
             sort_target=rpc.RangeRequest.KEY)
 
@@ -541,7 +541,7 @@ class EtcdTransaction(EngineTransaction):
             self._ranges.append((lo or b'', hi))
         engine = self.engine
         response = engine._client.range(engine._range_request(lo, hi, self.revision,
-                                                              count=True))
+                                                              count_only=True))
         self._pin(response)
         return int(response.count)
 

@@ -275,7 +275,7 @@ class LmdbEngine(Engine):
         return self._env.info()['map_size']
 
     def backup(self, dest: str | os.PathLike[str], *, compact: bool = True,
-               repack: bool = True) -> None:
+               fill_pages: bool = True, repack: bool | None = None) -> None:
         """Write a consistent copy of the database to the directory `dest`.
 
         The copy is of one read snapshot, so other threads and processes may
@@ -287,17 +287,18 @@ class LmdbEngine(Engine):
         database; the copy is a ``data.mdb`` in it (openable as
         ``LmdbEngine(dest)``).
 
-        With `repack` too (the default), the copy is written key by key in
-        order, appended (``MDB_APPEND``), so its pages are full: keys
+        With `fill_pages` too (the default), the copy is written key by key
+        in order, appended (``MDB_APPEND``), so its pages are full: keys
         written in random order leave LMDB's pages about two thirds full,
-        and a copy that keeps the pages as they are (``repack=False``,
-        LMDB's own compacting copy) keeps that. A repacked store is about a
-        third smaller; its first writes after split more pages.
+        and a copy that keeps the pages as they are (``fill_pages=False``,
+        LMDB's own compacting copy) keeps that. A copy with filled pages is
+        about a third smaller; its first writes after split more pages.
 
         :param dest: the directory to write the copy into.
         :param compact: leave out free pages (``mdb_env_copy2`` with
-            ``MDB_CP_COMPACT``, unless `repack`).
-        :param repack: with `compact`, fill the copy's pages.
+            ``MDB_CP_COMPACT``, unless `fill_pages`).
+        :param fill_pages: with `compact`, fill the copy's pages.
+        :param repack: the older name of `fill_pages`; given, it wins.
         :raises ~centidb.errors.DatabasePathError: if `dest` already holds a
             ``data.mdb``, or is not a directory.
         :raises ~centidb.errors.EngineError: if LMDB cannot write the copy.
@@ -305,13 +306,15 @@ class LmdbEngine(Engine):
         """
         if self._closed:
             raise self._closed_error()
+        if repack is not None:
+            fill_pages = repack
         dest = os.fspath(dest)
         if os.path.exists(os.path.join(dest, 'data.mdb')):
             raise DatabasePathError(f'{dest!r} already holds an LMDB database')
         try:
             os.makedirs(dest, exist_ok=True)
-            if compact and repack:
-                self._repacked_copy(dest)
+            if compact and fill_pages:
+                self._filled_copy(dest)
             else:
                 self._env.copy(dest, compact=compact)
         except (FileExistsError, NotADirectoryError) as exc:
@@ -319,7 +322,7 @@ class LmdbEngine(Engine):
         except (lmdb.Error, OSError) as exc:
             raise EngineError(f'cannot back up {self.path!r} to {dest!r}: {exc}') from exc
 
-    def _repacked_copy(self, dest: str) -> None:
+    def _filled_copy(self, dest: str) -> None:
         """Write every key of one snapshot into a new ``dest/data.mdb``, appending."""
         with self.begin() as snapshot:
             pairs = snapshot._txn.cursor().iternext()  # type: ignore[attr-defined]
@@ -330,10 +333,10 @@ class LmdbEngine(Engine):
                     with copy.begin(write=True) as txn:
                         # C iterators and putmulti: no Python step per key.
                         consumed, added = txn.cursor().putmulti(
-                            itertools.islice(pairs, _REPACK_CHUNK), append=True)
+                            itertools.islice(pairs, _FILL_CHUNK), append=True)
                     if added != consumed:   # never: a snapshot iterates in order
                         raise EngineError(f'{self.path!r} yielded keys out of order')
-                    if consumed < _REPACK_CHUNK:
+                    if consumed < _FILL_CHUNK:
                         break
                 copy.sync(True)
             finally:
@@ -766,8 +769,8 @@ def _errno_in(message: str) -> int | None:
 #: ``_put_pairs`` appends lists of at least this many pairs (when in key order).
 _APPEND_AT_LEAST = 64
 _first = operator.itemgetter(0)
-#: Keys a repacked copy writes per transaction (bounding its dirty pages).
-_REPACK_CHUNK = 100_000
+#: Keys a copy with filled pages writes per transaction (bounding its dirty pages).
+_FILL_CHUNK = 100_000
 
 
 def _reader_slots(table: str) -> collections.Counter[int]:

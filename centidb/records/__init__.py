@@ -1,8 +1,8 @@
 """The record layer: how records and their index entries are stored, read and written.
 
 A stored record is one engine key (the collection prefix and the packed key
-tuple) whose value is a header byte (the packer's id), the packed encoder
-bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
+tuple) whose value is a header byte (the packer's id), the packer's output
+of the encoded bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
 engine key per index entry (the index prefix, the packed index tuple,
 ``KEY_SEP``, the packed record key) with an empty value.
 

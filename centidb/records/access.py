@@ -137,7 +137,7 @@ class Records:
     def decode(self, stored: bytes) -> Any:
         """The record value of a stored record.
 
-        :param stored: the stored value (header byte, packed bytes and, in
+        :param stored: the stored value (header byte, the packer's output and, in
             a collection that keeps checksums, the trailer).
         :raises ~centidb.checksums.Mismatch: for a damaged value of a
             collection that keeps checksums (:meth:`decoded` names the
@@ -156,7 +156,7 @@ class Records:
     def encoded(self, stored: bytes) -> bytes:
         """The encoder's bytes of a stored record (its packer undone).
 
-        :param stored: the stored value (header byte, packed bytes and, in
+        :param stored: the stored value (header byte, the packer's output and, in
             a collection that keeps checksums, the trailer).
         """
         if self.checksum:
@@ -166,7 +166,7 @@ class Records:
     def seal(self, value: bytes) -> bytes:
         """`value` as this collection stores it: with its trailer if it keeps checksums.
 
-        :param value: a header byte and packed bytes.
+        :param value: a header byte and the packer's output.
         """
         return checksums.seal(value) if self.checksum else value
 

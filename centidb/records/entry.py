@@ -49,7 +49,7 @@ def collection_get(self: Any, key: object, default: Any = None, *,
         the key codec cannot encode (see :func:`~centidb.keylib.packs`).
     :raises TypeError: if `txn` is not a transaction of this store.
     :raises ~centidb.errors.TransactionError: if `txn` has ended.
-    :raises ~centidb.errors.UnknownEncoderError: for a record packed
+    :raises ~centidb.errors.UnknownEncoderError: for a record stored
         with a packer not registered in this session.
     """
     calls = self.calls
@@ -129,7 +129,7 @@ def index_get(self: Any, tup: object, default: Any = None, *, rec: bool = False,
     :raises ~centidb.errors.TransactionError: if `txn` has ended.
     :raises ~centidb.errors.IndexInconsistentError: if the entry points
         at a missing record.
-    :raises ~centidb.errors.UnknownEncoderError: for a record packed
+    :raises ~centidb.errors.UnknownEncoderError: for a record stored
         with a packer not registered in this session.
     """
     if rec or txn is None:

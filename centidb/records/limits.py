@@ -80,7 +80,7 @@ def check_value_size(etxn: EngineTransaction, name: str, key: Key, value: bytes)
     :param etxn: the engine transaction the put runs in.
     :param name: the collection's name, for the message.
     :param key: the record's key tuple, for the message.
-    :param value: the stored value (packer id byte and packed encoder bytes).
+    :param value: the stored value (packer id byte and the packer's output).
     :raises ~centidb.errors.LimitExceededError: naming the collection, the
         key and both sizes.
     """

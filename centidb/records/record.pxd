@@ -49,7 +49,7 @@ cdef bint _any_longer(list entries, Py_ssize_t limit) except -1
 cdef class RecordWriter:
     cdef readonly object coll, txns, txn_class, encode, compress, key_func, limit
     cdef readonly object old_entries, too_long, decode_plain
-    cdef readonly bint usable, counted, checksum
+    cdef readonly bint usable, auto_key, checksum
     cdef readonly bytes header, prefix
     cdef readonly tuple specs, indexes
     cdef readonly int plain_id
@@ -69,4 +69,4 @@ cdef class RecordWriter:
 
     @cython.locals(latest=dict, merged=list, stale=list, at=Py_ssize_t, count=Py_ssize_t,
                    key_bytes=bytes, held=tuple)
-    cpdef merge_stored(self, etxn, list writes, list counts, Py_ssize_t start, bint stored)
+    cpdef merge_stored(self, etxn, list writes, list counts, Py_ssize_t start, bint found_old)

@@ -1,8 +1,8 @@
 """Records: one record and its index entries, and the fast paths that write and read them.
 
 A stored record is one engine key (the collection prefix and the packed key
-tuple) whose value is a header byte (the packer's id), the packed encoder
-bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
+tuple) whose value is a header byte (the packer's id), the packer's output
+of the encoded bytes and, in a collection that keeps checksums, a CRC-32 trailer; plus one
 engine key per index entry (the index prefix, the packed index tuple,
 ``KEY_SEP``, the packed record key) with an empty value.
 
@@ -277,11 +277,11 @@ class RecordWriter:
         entries of a stored record.
     :param too_long: ``too_long(key, key bytes, entries)`` raises the
         ``ValueError`` for a key or entry longer than `limit`.
-    :param counted: True if the collection's keys come from its counter:
+    :param auto_key: True if the collection's keys come from its counter:
         :meth:`write` then declines (a given key must raise the counter),
         while :meth:`write_many` takes the counter's value from its caller.
     :param plain_id: the id of the plain packer, and `decode_plain` the
-        encoder's ``decode``: with them an old version packed plainly is
+        encoder's ``decode``: with them an old version stored plainly is
         decoded inline (others go to `old_entries`).
     :param decode_plain: see `plain_id`.
     :param checksum: end each stored value with its CRC-32 trailer (:mod:`centidb.checksums`).
@@ -294,7 +294,7 @@ class RecordWriter:
                  indexes: tuple[object, ...], limit: int | None,
                  old_entries: Callable[[bytes, bytes], list[bytes]],
                  too_long: Callable[[Key, bytes, list[bytes]], object],
-                 counted: bool = False, plain_id: int = -1,
+                 auto_key: bool = False, plain_id: int = -1,
                  decode_plain: Callable[[bytes], Any] | None = None,
                  checksum: bool = False) -> None:
         self.coll = coll
@@ -311,7 +311,7 @@ class RecordWriter:
         self.limit = limit
         self.old_entries = old_entries
         self.too_long = too_long
-        self.counted = counted
+        self.auto_key = auto_key
         self.plain_id = plain_id
         self.decode_plain = decode_plain
         self.checksum = checksum
@@ -345,7 +345,7 @@ class RecordWriter:
             read-only.
         """
         etxn = checked_engine_txn(self.txns, self.txn_class, txn, True)
-        if not self.usable or self.counted:
+        if not self.usable or self.auto_key:
             return None
         read = None
         if type(data) is Record:
@@ -445,7 +445,7 @@ class RecordWriter:
         :param blind: as for ``Collection.put``.
         :param first_id: ``None`` to key each value with ``key_func``; an
             ``int`` to give them ``(first_id,)``, ``(first_id + 1,)``, ...
-            (a counted collection's counter, read and raised by the caller).
+            (an auto-keyed collection's counter, read and raised by the caller).
         :returns: a ``list`` of key tuples, or ``None``, having called no
             user code and written nothing, when the write is not the common
             case (a :class:`Record` in `datas`, or no key function).
@@ -498,9 +498,9 @@ class RecordWriter:
         stale: list[bytes] = []
         if reads and keys:
             # Nothing to read unless a record is stored between lo and hi.
-            stored = etxn.first(lo, hi + b'\x00') is not None
-            if stored or len(distinct) < len(keys):
-                writes, stale = self.merge_stored(etxn, writes, counts, start, stored)
+            found_old = etxn.first(lo, hi + b'\x00') is not None
+            if found_old or len(distinct) < len(keys):
+                writes, stale = self.merge_stored(etxn, writes, counts, start, found_old)
         # Everything that can fail has run: from here on, writes.
         for entry in stale:
             etxn.delete(entry)
@@ -509,7 +509,7 @@ class RecordWriter:
         return keys
 
     def merge_stored(self, etxn: EngineTransaction, writes: list[Item], counts: list[int],
-                     start: int, stored: bool) -> tuple[list[Item], list[bytes]]:
+                     start: int, found_old: bool) -> tuple[list[Item], list[bytes]]:
         """Return `writes` with each key once, as its last record, and the stale stored entries.
 
         :param etxn: the write transaction, read for the stored versions.
@@ -517,7 +517,7 @@ class RecordWriter:
             index entries' pairs, as :meth:`write_many` makes them.
         :param counts: how many entries follow each record's pair.
         :param start: the length of the collection's prefix.
-        :param stored: False if no record is stored under any of the keys:
+        :param found_old: False if no record is stored under any of the keys:
             then none is read.
         :returns: ``(writes, stale)``: the pairs to write, and the entries of
             the stored versions that the new ones lack, to delete.
@@ -535,9 +535,9 @@ class RecordWriter:
         # Every key is within the engine's limit now: the unchecked getter is safe.
         get = etxn.fast.get
         # Without a fast getter (a networked engine), one call reads them all.
-        olds = iter(etxn.get_many(list(latest))) if stored and get is None else None
+        olds = iter(etxn.get_many(list(latest))) if found_old and get is None else None
         for key_bytes, (value, held) in latest.items():
-            if not stored:
+            if not found_old:
                 old = None
             else:
                 old = next(olds) if olds is not None else get(key_bytes)  # type: ignore[misc]
