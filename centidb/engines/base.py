@@ -577,8 +577,8 @@ class Engine:
         self._closed = False
         self._write_lock = threading.Lock()
         self._writer: int | None = None  # ident of the thread holding the write lock
-        self._txns: weakref.WeakSet[EngineTransaction] = weakref.WeakSet()
-        self._txns_lock = threading.RLock()
+        self._open_etxns: weakref.WeakSet[EngineTransaction] = weakref.WeakSet()
+        self._open_etxns_lock = threading.RLock()
 
     def _describe(self) -> str:
         return f'{type(self).__name__}()'
@@ -619,8 +619,8 @@ class Engine:
             except BaseException:
                 self._release_writer()
                 raise
-        with self._txns_lock:
-            self._txns.add(txn)
+        with self._open_etxns_lock:
+            self._open_etxns.add(txn)
             txn._registered = True
         return txn
 
@@ -643,11 +643,11 @@ class Engine:
         self._write_lock.release()
 
     def _transaction_ended(self, txn: EngineTransaction) -> None:
-        with self._txns_lock:
+        with self._open_etxns_lock:
             if not txn._registered:
                 return
             txn._registered = False
-            self._txns.discard(txn)
+            self._open_etxns.discard(txn)
         if txn.write:
             self._release_writer()
 
@@ -660,8 +660,8 @@ class Engine:
         if self._closed:
             return
         self._closed = True
-        with self._txns_lock:
-            open_txns = list(self._txns)
+        with self._open_etxns_lock:
+            open_txns = list(self._open_etxns)
         for txn in open_txns:
             txn._invalidate(_CLOSED)
         self._close()

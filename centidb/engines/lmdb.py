@@ -239,8 +239,8 @@ class LmdbEngine(Engine):
 
     def _readers_full_error(self) -> ReadersFullError:
         slots = self._env.info()['max_readers']
-        with self._txns_lock:
-            mine = sum(1 for txn in self._txns
+        with self._open_etxns_lock:
+            mine = sum(1 for txn in self._open_etxns
                        if not txn.write and txn.state is _OPEN)
         held = _reader_slots(self._env.readers())
         held.pop(os.getpid(), None)

@@ -508,9 +508,9 @@ class Records:
         if self.batched:
             self.view.split(etxn, key_bytes)
         delete_stale(etxn, old_entries, entries)
-        writes = [(key_bytes, value)]
-        writes += [(entry, _EMPTY) for entry in entries]
-        etxn._put_many(writes)
+        pairs = [(key_bytes, value)]
+        pairs += [(entry, _EMPTY) for entry in entries]
+        etxn._put_many(pairs)
         if self.report:
             txn.changes.append(Change(self.name, key, data))
         return records.seen(records.Record(self.coll, data, key, value, entries, self.indexes),

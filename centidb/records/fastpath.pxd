@@ -7,7 +7,7 @@ from centidb.txn cimport Transaction
 
 @cython.locals(checked=Transaction)
 cpdef object checked_engine_txn(txns, txn_class, txn, bint write)
-cpdef object put_many(etxn, FastCalls fast, list writes)
+cpdef object put_many(etxn, FastCalls fast, list pairs)
 cpdef object put_one(etxn, FastCalls fast, bytes key, bytes value)
 cpdef object replace_one(etxn, FastCalls fast, bytes key, bytes value)
 cpdef object delete_one(etxn, FastCalls fast, bytes key)

@@ -61,22 +61,22 @@ def checked_engine_txn(txns: TxnManager, txn_class: type[Transaction], txn: Tran
     return txns.engine_txn(txn, write)   # raises the right error
 
 
-def put_many(etxn: EngineTransaction, fast: FastCallsLike, writes: list[Item]) -> None:
-    """Write the ``(key, value)`` list `writes` through the engine's fastest path.
+def put_many(etxn: EngineTransaction, fast: FastCallsLike, pairs: list[Item]) -> None:
+    """Write the ``(key, value)`` list `pairs` through the engine's fastest path.
 
     :param etxn: a write :class:`~centidb.engines.EngineTransaction`.
     :param fast: its ``fast``.
-    :param writes: a ``list`` of ``(key, value)`` pairs of checked bytes.
+    :param pairs: a ``list`` of ``(key, value)`` pairs of checked bytes.
     """
     fast_put_many = fast.put_many
     if fast_put_many is None:
-        etxn._put_many(writes)
+        etxn._put_many(pairs)
     else:
-        fast.writes += len(writes)
+        fast.writes += len(pairs)
         try:
-            fast_put_many(writes)
+            fast_put_many(pairs)
         except Exception as exc:
-            etxn._put_many_failed(exc, writes)
+            etxn._put_many_failed(exc, pairs)
 
 
 def put_one(etxn: EngineTransaction, fast: FastCallsLike, key: bytes, value: bytes) -> None:

@@ -57,16 +57,16 @@ cdef class RecordWriter:
     cdef list _old_entries(self, old, bytes entry_tail)
 
     @cython.locals(read=Record, fast=FastCalls, key_bytes=bytes, value=bytes,
-                   entry_tail=bytes, entry=bytes, entries=list, writes=list,
+                   entry_tail=bytes, entry=bytes, entries=list, pairs=list,
                    replaced=bint)
     cpdef write(self, txn, data, key, blind)
 
     @cython.locals(start=Py_ssize_t, reads=bint, checksum=bint, key_bytes=bytes, value=bytes,
-                   entry_tail=bytes, entry=bytes, entries=list, writes=list, keys=list,
+                   entry_tail=bytes, entry=bytes, entries=list, pairs=list, keys=list,
                    counts=list, distinct=set, stale=list, lo=bytes, hi=bytes, header=bytes,
                    prefix=bytes, specs=tuple, key=tuple)
     cpdef write_many(self, etxn, list datas, bint blind, first_id)
 
     @cython.locals(latest=dict, merged=list, stale=list, at=Py_ssize_t, count=Py_ssize_t,
                    key_bytes=bytes, held=tuple)
-    cpdef merge_stored(self, etxn, list writes, list counts, Py_ssize_t start, bint found_old)
+    cpdef merge_stored(self, etxn, list pairs, list counts, Py_ssize_t start, bint found_old)

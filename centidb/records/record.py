@@ -398,10 +398,10 @@ class RecordWriter:
                 put_one(etxn, fast, key_bytes, value)
             return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes,
                               fast)
-        writes = [] if replaced else [(key_bytes, value)]
+        pairs = [] if replaced else [(key_bytes, value)]
         if old is None:
             for entry in entries:
-                writes.append((entry, _EMPTY))
+                pairs.append((entry, _EMPTY))
         else:
             if read is not None and read._key_bytes == key_bytes and read._stored == old:
                 old_entries: list[bytes] = read._entries  # type: ignore[assignment]  # set with _stored
@@ -421,9 +421,9 @@ class RecordWriter:
             # Entries the old version has too are stored already.
             for entry in entries:
                 if entry not in had:
-                    writes.append((entry, _EMPTY))
-        if writes:
-            put_many(etxn, fast, writes)
+                    pairs.append((entry, _EMPTY))
+        if pairs:
+            put_many(etxn, fast, pairs)
         return new_record(self.coll, data, key, value, entries, self.indexes, key_bytes, fast)
 
     def write_many(self, etxn: EngineTransaction, datas: list[Any], blind: bool,
@@ -460,9 +460,9 @@ class RecordWriter:
         key_func, prefix, specs, limit = self.key_func, self.prefix, self.specs, self.limit
         start = len(prefix)
         reads = not blind and bool(self.indexes)
-        writes: list[Item] = []
+        pairs: list[Item] = []
         keys: list[Key] = []
-        # With reads: how many entries follow each record's pair in writes.
+        # With reads: how many entries follow each record's pair in pairs.
         counts: list[int] = []
         distinct: set[bytes] = set()   # the keys, each once
         lo = hi = _EMPTY
@@ -485,9 +485,9 @@ class RecordWriter:
             if limit is not None and (len(key_bytes) > limit or _any_longer(entries, limit)):
                 self.too_long(key, key_bytes, entries)
             keys.append(key)
-            writes.append((key_bytes, value))
+            pairs.append((key_bytes, value))
             for entry in entries:
-                writes.append((entry, _EMPTY))
+                pairs.append((entry, _EMPTY))
             if reads:
                 counts.append(len(entries))
                 distinct.add(key_bytes)
@@ -500,35 +500,35 @@ class RecordWriter:
             # Nothing to read unless a record is stored between lo and hi.
             found_old = etxn.first(lo, hi + b'\x00') is not None
             if found_old or len(distinct) < len(keys):
-                writes, stale = self.merge_stored(etxn, writes, counts, start, found_old)
+                pairs, stale = self.merge_stored(etxn, pairs, counts, start, found_old)
         # Everything that can fail has run: from here on, writes.
         for entry in stale:
             etxn.delete(entry)
-        if writes:
-            etxn._put_many(writes)   # once per list: the engine's bulk path (LMDB may append)
+        if pairs:
+            etxn._put_many(pairs)   # once per list: the engine's bulk path (LMDB may append)
         return keys
 
-    def merge_stored(self, etxn: EngineTransaction, writes: list[Item], counts: list[int],
+    def merge_stored(self, etxn: EngineTransaction, pairs: list[Item], counts: list[int],
                      start: int, found_old: bool) -> tuple[list[Item], list[bytes]]:
-        """Return `writes` with each key once, as its last record, and the stale stored entries.
+        """Return `pairs` with each key once, as its last record, and the stale stored entries.
 
         :param etxn: the write transaction, read for the stored versions.
-        :param writes: each record's ``(key bytes, value)`` followed by its
+        :param pairs: each record's ``(key bytes, value)`` followed by its
             index entries' pairs, as :meth:`write_many` makes them.
         :param counts: how many entries follow each record's pair.
         :param start: the length of the collection's prefix.
         :param found_old: False if no record is stored under any of the keys:
             then none is read.
-        :returns: ``(writes, stale)``: the pairs to write, and the entries of
+        :returns: ``(pairs, stale)``: the pairs to write, and the entries of
             the stored versions that the new ones lack, to delete.
         """
         # Key bytes -> (value, entries); a key given twice keeps its first place.
         latest: dict[bytes, tuple[bytes, tuple[bytes, ...]]] = {}
         at = 0
         for count in counts:
-            key_bytes, value = writes[at]
+            key_bytes, value = pairs[at]
             # A tuple of bytes, unlike a list, leaves the garbage collector's watch.
-            latest[key_bytes] = (value, tuple([entry for entry, _ in writes[at + 1:at + 1 + count]]))
+            latest[key_bytes] = (value, tuple([entry for entry, _ in pairs[at + 1:at + 1 + count]]))
             at += 1 + count
         merged: list[Item] = []
         stale: list[bytes] = []
