@@ -60,7 +60,7 @@ class DumpWriter:
         #: The lines written so far.
         self.lines = 0
         #: ``{collection name: records written}``, in the order of the collection lines.
-        self.records: dict[str, int] = {}
+        self.record_counts: dict[str, int] = {}
         self._digest = hashlib.sha256()
 
     def _write(self, text: str) -> None:
@@ -80,10 +80,10 @@ class DumpWriter:
         :raises ~centidb.errors.DumpFormatError: if the collection was
             written already.
         """
-        if line.name in self.records:
+        if line.name in self.record_counts:
             raise DumpFormatError(f'collection {line.name!r} is written twice')
         self._write(line.text())
-        self.records[line.name] = 0
+        self.record_counts[line.name] = 0
 
     def write_counter(self, line: CounterLine) -> None:
         """Write a counter's line.
@@ -103,15 +103,15 @@ class DumpWriter:
         :raises ~centidb.errors.DumpFormatError: if no line of the
             collection was written.
         """
-        if collection not in self.records:
+        if collection not in self.record_counts:
             raise DumpFormatError(f'a record of collection {collection!r} before its '
                                   f'collection line')
         self._write(record_line(collection, key, value))
-        self.records[collection] += 1
+        self.record_counts[collection] += 1
 
     def trailer(self) -> TrailerLine:
         """The trailer line of what was written so far."""
-        return TrailerLine(self.lines, tuple(self.records.items()), self._digest.hexdigest())
+        return TrailerLine(self.lines, tuple(self.record_counts.items()), self._digest.hexdigest())
 
     def write_trailer(self) -> TrailerLine:
         """Write the trailer line, which ends the dump, and return it."""
@@ -130,7 +130,7 @@ class _DumpCheck:
 
     def __init__(self) -> None:
         self.counters: set[str] = set()
-        self.records: dict[str, int] = {}
+        self.record_counts: dict[str, int] = {}
         self.digest = hashlib.sha256()
         self.lines = 0
         self.header = False
@@ -155,14 +155,14 @@ class _DumpCheck:
         elif self.header == isinstance(line, HeaderLine):
             problem = 'a second header' if self.header else 'the first line is not the header'
         elif isinstance(line, CollectionLine):
-            problem = f'collection {line.name!r} again' if line.name in self.records else None
-            self.records.setdefault(line.name, 0)
+            problem = f'collection {line.name!r} again' if line.name in self.record_counts else None
+            self.record_counts.setdefault(line.name, 0)
         elif isinstance(line, CounterLine):
             problem = f'counter {line.name!r} again' if line.name in self.counters else None
             self.counters.add(line.name)
         elif isinstance(line, RecordLine):
-            if line.collection in self.records:
-                self.records[line.collection] += 1
+            if line.collection in self.record_counts:
+                self.record_counts[line.collection] += 1
             else:
                 problem = f'a record of collection {line.collection!r} before its collection line'
         elif isinstance(line, TrailerLine):
@@ -183,14 +183,14 @@ class _DumpCheck:
             return (f'the trailer says {line.lines} lines come before it, but {self.lines} do '
                     f'(lines were lost or added)')
         counted = dict(line.records)
-        if len(counted) != len(line.records) or list(counted) != list(self.records):
+        if len(counted) != len(line.records) or list(counted) != list(self.record_counts):
             return (f'the trailer counts the records of the collections '
                     f'{_names(counted)}, but the dump has the collections '
-                    f'{_names(self.records)}')
+                    f'{_names(self.record_counts)}')
         for name, count in line.records:
-            if self.records[name] != count:
+            if self.record_counts[name] != count:
                 return (f'the trailer counts {count} records of collection {name!r}, but '
-                        f'the dump holds {self.records[name]}')
+                        f'the dump holds {self.record_counts[name]}')
         if line.sha256 != self.digest.hexdigest():
             return (f'the SHA-256 of the lines before the trailer is {self.digest.hexdigest()}, '
                     f'not the trailer\'s (a line was changed)')
@@ -198,10 +198,10 @@ class _DumpCheck:
 
     def summary(self) -> str:
         """What was read: the number of records of each collection."""
-        if not self.records:
+        if not self.record_counts:
             return 'no collection'
         return ', '.join(f'{count} record{"" if count == 1 else "s"} of {name!r}'
-                         for name, count in self.records.items())
+                         for name, count in self.record_counts.items())
 
 
 def read_dump(lines: Iterable[str | bytes], *, partial: bool = False,

@@ -101,7 +101,7 @@ def test_the_writer_refuses_a_record_without_its_collection():
         writer.write_collection(CollectionLine('c', 'auto', 'msgpack', 'plain', 'c:key'))
     with pytest.raises(DumpTypeError):
         writer.write_record('c', (1,), object())
-    assert writer.trailer().lines == 2 and writer.records == {'c': 0}
+    assert writer.trailer().lines == 2 and writer.record_counts == {'c': 0}
 
 
 def test_every_line_prefix_is_refused_and_read_partially():

@@ -84,7 +84,7 @@ def test_cut_manifest_is_refused_and_repair_restores_every_record(pristine, tmp_
     cut = int(len(data) * fraction)
     tables = _files(work)
     state = read_manifest(data[:cut])
-    assert state is not None and state.records > 0, 'LevelDB would refuse this cut itself'
+    assert state is not None and state.record_count > 0, 'LevelDB would refuse this cut itself'
     assert set(state.live) < {int(name[:-4]) for name in tables}, 'the cut loses no table'
     os.truncate(manifest, cut)
     with pytest.raises(DatabaseCorruptError, match='repair') as info:
@@ -149,10 +149,10 @@ def test_manifest_framing_across_blocks():
               + _log_record(4, big[room:]))         # LAST, in the next block
     data = first + second
     state = read_manifest(data)
-    assert state.records == 2 and not state.torn and state.log_number == 7
+    assert state.record_count == 2 and not state.torn and state.log_number == 7
     for cut in (len(first) + 3, len(first) + 20, 32768, 32768 + 5, len(data) - 1):
         state = read_manifest(data[:cut])
-        assert state.records == 1 and state.torn, cut
+        assert state.record_count == 1 and state.torn, cut
     damaged = bytearray(data)
     damaged[len(first) + 30] ^= 1
     assert read_manifest(bytes(damaged)) is None    # a bad checksum: LevelDB reports it

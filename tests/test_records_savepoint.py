@@ -44,7 +44,7 @@ def test_roll_back_puts_back_what_each_key_held_before_the_savepoint(engine):
         savepoint.delete(b'\x08')                  # missing: stays missing
         savepoint._put_many([(b'\x03', b'many'), (b'\x0a', b'')])
         assert savepoint.get(b'\x01') == b'second' and txn.get(b'\x07') == b'new'
-        assert savepoint.get(b'\x02') is None and savepoint.records == 1
+        assert savepoint.get(b'\x02') is None and savepoint.record_count == 1
         savepoint.roll_back()
         assert dict(txn.items()) == outside
         savepoint.roll_back()                      # nothing left to put back

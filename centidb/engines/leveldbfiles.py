@@ -78,7 +78,7 @@ class ManifestState:
         #: The file ends inside a record.
         self.torn = torn
         #: Whole logical records read.
-        self.records = 0
+        self.record_count = 0
         #: The table files of the version the log ends at: number -> level.
         self.live: dict[int, int] = {}
         #: Table files an edit removed from the version (obsolete, if still on disk).
@@ -215,7 +215,7 @@ def read_manifest(data: bytes) -> ManifestState | None:
     try:
         for record in records:
             _apply(state, record)
-            state.records += 1
+            state.record_count += 1
     except ValueError:
         return None
     return state
@@ -263,7 +263,7 @@ def _problem(path: str) -> str | None:
     except (OSError, UnicodeDecodeError):
         return None
     state = read_manifest(data)
-    if state is None or not state.records:
+    if state is None or not state.record_count:
         return None
     tables = {int(m.group(1)): n for n in names if (m := _TABLE_FILE.match(n))}
     logs = {int(n[:-4]) for n in names if n.endswith('.log') and n[:-4].isdigit()}

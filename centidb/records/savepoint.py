@@ -49,7 +49,7 @@ class Savepoint(WrapperTransaction):
         #: Bytes of the keys and values written through it (overwrites too).
         self.size = 0
         #: ``_put_many`` calls made through it: records written.
-        self.records = 0
+        self.record_count = 0
         engine = etxn.engine
         self._limited = engine.max_txn_ops is not None or engine.max_txn_bytes is not None
 
@@ -59,7 +59,7 @@ class Savepoint(WrapperTransaction):
         ops, max_ops, max_bytes = len(self.saved), engine.max_txn_ops, engine.max_txn_bytes
         if (max_ops is not None and ops > max_ops) or (
                 max_bytes is not None and self.size > max_bytes):
-            raise commit_too_large(engine, self.what, None, ops, self.size, self.records)
+            raise commit_too_large(engine, self.what, None, ops, self.size, self.record_count)
 
     def _save(self, key: bytes) -> None:
         if key not in self.saved:
@@ -96,7 +96,7 @@ class Savepoint(WrapperTransaction):
             self._check()
         self.fast.writes += len(pairs)
         self.inner._put_many(pairs)
-        self.records += 1
+        self.record_count += 1
 
     def _commit(self) -> None:
         pass    # the writes stay in the engine transaction, which stays open
