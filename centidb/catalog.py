@@ -452,6 +452,9 @@ class Catalog(EncoderRegistry):
                      name: str) -> StoredIndex | None:
         """The :class:`StoredIndex` of index `name` of collection `coll_id`, or None.
 
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :param coll_id: the collection's prefix id.
+        :param name: the index's name.
         :raises ~centidb.errors.StoreFormatError: if its record is malformed.
         """
         info = read_record(etxn, 'index', coll_id, name)
@@ -610,7 +613,11 @@ class StoredIndex(NamedTuple):
 
     @classmethod
     def of(cls, info: dict[str, Any]) -> StoredIndex:
-        """The :class:`StoredIndex` of an index record's checked JSON object."""
+        """The :class:`StoredIndex` of an index record.
+
+        :param info: the record's JSON object, checked by
+            :func:`~centidb.metarecords.parse_value`.
+        """
         fields = info.get('fields')
         return cls(info['id'], info.get('unique', False) is True,
                    None if fields is None else tuple(fields))

@@ -22,11 +22,13 @@ from centidb import batches, encodings, keylib
 from centidb.records.access import CollectionCalls, Records
 from centidb.batches import BatchView
 from centidb.catalog import Catalog, StoredIndex
+from centidb.expr import Expr
 from centidb.collinfo import CollectionMeta
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
 from centidb.errors import CorruptKeyError, StoreError
 from centidb.hooks import BeforeWriteHooks
+from centidb.where import WhereQuery, as_expr
 from centidb.index import Index, IndexSet  # Index: also the older import path
 from centidb.keylib import Key
 from centidb.metarecords import CollectionInfo
@@ -348,6 +350,23 @@ class Collection:
                           self.calls.reader.values)
 
     # --- queries ---------------------------------------------------------------
+
+    def where(self, *exprs: Expr, **equalities: Any) -> WhereQuery:
+        """The records meeting every condition, planned over the field indexes.
+
+        ``where(F('age') >= 30, city='Leeds')`` is ``F('age') >= 30`` and
+        ``F('city') == 'Leeds'`` (see :mod:`centidb.expr` for the
+        comparison rules and :mod:`centidb.where` for the plan rules).
+        Nothing is read until a terminal call: iterating (values),
+        ``items()``, ``keys()``, ``first()``, ``count()`` or ``delete()``.
+
+        :param exprs: expressions made with :class:`~centidb.expr.F`.
+        :param equalities: ``field=value`` for ``F('field') == value``.
+        :returns: a :class:`~centidb.where.WhereQuery`.
+        :raises TypeError: for an argument that is not an expression, or a
+            value the key codec cannot encode.
+        """
+        return WhereQuery(self, self._txns, as_expr(exprs, equalities))
 
     @doc_of(KeySpace.find)
     def find(self, lo: object = None, hi: object = None, *, prefix: object = None,

@@ -31,7 +31,7 @@ def check_fields(fields: str | Sequence[str]) -> tuple[str, ...]:
     :param fields: one field path, or a non-empty tuple or list of them.
     :raises TypeError: if `fields`, or a path in it, is not a ``str``.
     :raises ValueError: for no paths, an empty path or path part (``'a..b'``),
-        or a path given twice.
+        a lone surrogate, or a path given twice.
     """
     paths = (fields,) if isinstance(fields, str) else fields
     if not isinstance(paths, (tuple, list)):
@@ -43,6 +43,11 @@ def check_fields(fields: str | Sequence[str]) -> tuple[str, ...]:
         if not isinstance(path, str):
             raise TypeError(f'a field path must be a str, not {type(path).__name__!r} '
                             f'({path!r})')
+        try:
+            path.encode('utf-8')
+        except UnicodeEncodeError:
+            raise ValueError(f'field path {path!r} holds a lone surrogate, which no record '
+                             f'encoder keeps') from None
         if not all(path.split('.')):
             raise ValueError(f'field path {path!r} has an empty part: name a key of the '
                              f'record dict, or keys of nested dicts joined by dots')

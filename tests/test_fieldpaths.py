@@ -18,6 +18,7 @@ def test_check_fields_takes_one_path_or_a_sequence_of_them():
     ('.a', ValueError, 'empty part'),
     ('a.', ValueError, 'empty part'),
     (('a', 'a'), ValueError, 'twice'),
+    ('a\udc80', ValueError, 'lone surrogate'),
     (('a', 3), TypeError, "not 'int'"),
     (b'a', TypeError, "not 'bytes'"),
     ({'a'}, TypeError, "not 'set'"),

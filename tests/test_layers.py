@@ -20,11 +20,11 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 #: Lowest first; modules on one line share a layer and may not import each other.
 LAYERS = [
-    ['errors', 'keyformat', 'checksums', '_nocython'],
+    ['errors', 'keyformat', 'checksums', '_nocython', 'fieldpaths'],
     ['_speedups'],
     ['impl'],
     ['keylib', 'compressors', 'msgpackcodec'],
-    ['encodings', 'dumpformat'],
+    ['encodings', 'dumpformat', 'expr'],
     ['dumpfile'],
     ['engines.fastcalls'],
     ['engines.base', 'engines.paths', 'engines.lmdbmeta', 'engines.leveldbfiles'],
@@ -35,7 +35,7 @@ LAYERS = [
     ['txn'],
     ['catalog', 'batches'],
     ['records'],                    # the record layer (a package)
-    ['query'],
+    ['query', 'where'],
     ['index'],
     ['hooks', 'collinfo'],
     ['collection'],
