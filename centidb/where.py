@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from typing import Any, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from centidb import keylib
 from centidb.expr import (
@@ -340,11 +340,14 @@ class WhereQuery:
     :param reverse: sort descending.
     :param limit: the most records given, or None.
     :param offset: how many records to skip first.
+    :param wrap: ``wrap(key, value)`` makes what is given for a record
+        (``Model.where`` makes instances); None gives the value.
     """
 
     def __init__(self, coll: Any, txns: TxnManager, expr: Expr | None,
                  order: tuple[str, ...] = (), reverse: bool = False,
-                 limit: int | None = None, offset: int = 0) -> None:
+                 limit: int | None = None, offset: int = 0,
+                 wrap: Callable[[Key, Any], Any] | None = None) -> None:
         self._coll = coll
         self._txns = txns
         self._expr = expr
@@ -352,10 +355,11 @@ class WhereQuery:
         self._reverse = reverse
         self._limit = limit
         self._offset = offset
+        self._wrap = wrap
 
     def _with(self, **changes: Any) -> WhereQuery:
         args = dict(order=self._order, reverse=self._reverse, limit=self._limit,
-                    offset=self._offset)
+                    offset=self._offset, wrap=self._wrap)
         args.update(changes)
         return WhereQuery(self._coll, self._txns, self._expr, **args)
 
@@ -427,7 +431,9 @@ class WhereQuery:
 
         :param txn: a transaction of the store, or None.
         """
-        return self._txns.run(txn, False, self._run)
+        found = self._txns.run(txn, False, self._run)
+        wrap = self._wrap
+        return found if wrap is None else [(key, wrap(key, value)) for key, value in found]
 
     def keys(self, txn: Transaction | None = None) -> list[Key]:
         """The matching records' keys.

@@ -268,3 +268,110 @@ def test_the_plan_reads_only_the_matching_entries_and_records():
     assert gets == 10, engine.calls
     assert len(scans) <= 3, scans      # one range read of the index entries
     store.close()
+
+
+# --- terminal calls, bad input, transactions ---------------------------------------------
+
+def test_terminal_calls(store):
+    coll = people(store)
+    leeds = coll.where(city='Leeds')
+    assert leeds.keys() == [(i,) for i in range(0, 30, 3)]
+    assert [p['id'] for p in leeds] == list(range(0, 30, 3))
+    assert leeds.values() == [coll.get(i) for i in range(0, 30, 3)]
+    assert leeds.items()[0] == ((0,), coll.get(0))
+    assert leeds.first()['id'] == 0 and coll.where(city='Hull').first('none') == 'none'
+    assert leeds.count() == 10 and leeds.limit(3).count() == 3 and leeds.offset(8).count() == 2
+    assert leeds.offset(2).limit(2).keys() == [(6,), (9,)]
+    assert leeds.limit(0).keys() == [] and leeds.limit(None).count() == 10
+    assert coll.where(F('age') > 24).order_by('age').limit(2).first()['age'] == 25
+    by_age = coll.where(F('age').between(21, 22)).order_by(['age', 'city'], reverse=True)
+    assert [(p['age'], p['city'], p['id']) for p in by_age][:3] == [
+        (22, 'York', 16), (22, 'Leeds', 9), (22, 'Bath', 2)]
+    assert coll.where().count() == 30
+    assert repr(leeds) == "<WhereQuery 'people': F('city') == 'Leeds'>"
+
+
+def test_where_reads_in_the_transaction_given(store):
+    coll = people(store)
+    with store.begin(write=True) as txn:
+        coll.put({'id': 100, 'city': 'Leeds', 'age': 90, 'tags': []}, txn=txn)
+        assert coll.where(F('age') == 90).keys(txn=txn) == [(100,)]
+        read = store.begin()
+        assert coll.where(F('age') == 90).keys(txn=read) == []
+        read.abort()
+        assert coll.where(city='Leeds').count(txn=txn) == 11
+        txn.abort()
+    assert coll.where(F('age') == 90).keys() == []
+
+
+def test_delete_deletes_every_match_or_none(store):
+    coll = people(store)
+    assert coll.where(city='York', age=21).delete() == 2      # ids 1 and 22
+    assert coll.where(city='York').count() == 8 and coll.get(1) is coll.get(22) is None
+    seen = []
+
+    @coll.before_write
+    def refuse_the_third(key, value):
+        seen.append(key)
+        if len(seen) == 3:
+            raise ValueError('the third delete is refused')
+
+    fails_cleanly(store, ValueError, lambda: coll.where(city='Bath').delete(), 'third')
+    assert coll.where(city='Bath').count() == 10
+    coll.remove_hook(refuse_the_third)
+    with store.begin(write=True) as txn:
+        assert coll.where(city='Bath').delete(txn=txn) == 10
+        txn.abort()
+    assert coll.where(city='Bath').count() == 10
+
+
+@pytest.mark.parametrize('make, error, words', [
+    (lambda coll: coll.where(F('') == 1), ValueError, 'empty part'),
+    (lambda coll: coll.where(F('a') == [1]), TypeError, 'cannot be compared'),
+    (lambda coll: coll.where(city=object()), TypeError, 'cannot be compared'),
+    (lambda coll: coll.where('city'), TypeError, "where\\(\\) takes expressions .*, not 'str'"),
+    (lambda coll: coll.where(True), TypeError, "not 'bool'"),
+    (lambda coll: coll.where().limit(-1), ValueError, 'limit must not be negative'),
+    (lambda coll: coll.where().limit(1.5), TypeError, 'limit must be an int or None'),
+    (lambda coll: coll.where().offset(None), TypeError, 'offset must be an int'),
+    (lambda coll: coll.where().order_by(''), ValueError, 'empty part'),
+    (lambda coll: coll.where().order_by([3]), TypeError, "not 'int'"),
+])
+def test_bad_queries_name_what_is_wrong(store, make, error, words):
+    coll = people(store)
+    fails_cleanly(store, error, lambda: make(coll), words)
+
+
+def test_a_read_only_store_is_queried_as_any_read(tmp_path):
+    path = str(tmp_path / 'db.lmdb')
+    with centidb.open('LmdbEngine', path=path) as store:
+        people(store)
+    with centidb.open('LmdbEngine', path=path, readonly=True) as store:
+        coll = store.collection('people')
+        assert coll.where(city='Leeds').count() == 10
+        with pytest.raises(centidb.errors.CentiError):
+            coll.where(city='Leeds').delete()
+        assert coll.where(city='Leeds').count() == 10
+
+
+def test_a_unique_field_index_answers_where_as_any_other(store):
+    coll = people(store)
+    with pytest.raises(UniqueError):
+        coll.put({'id': 5, 'city': 'Ely', 'age': 1, 'tags': []}, key=(500,))
+    assert coll.where(id=5).keys() == [(5,)]
+
+
+def test_model_where_gives_instances(store):
+    class Person(centidb.Model, collection='persons', key='name'):
+        name: str
+        city: str
+        age: int = 0
+        by_city = centidb.index_on('city')
+
+    Person.bind(store)
+    Person.put_many([Person(name='ann', city='Leeds', age=41), Person(name='bob', city='York'),
+                     Person(name='cy', city='Leeds', age=29)])
+    found = Person.where(F('age') > 20, city='Leeds').order_by('age')
+    assert [(p.name, p.age) for p in found] == [('cy', 29), ('ann', 41)]
+    assert found.first().name == 'cy' and found.count() == 2
+    assert [key for key, _ in found.items()] == [('cy',), ('ann',)]
