@@ -216,7 +216,7 @@ class Compare(Expr):
     :raises TypeError: for a value the key codec cannot encode.
     """
 
-    __slots__ = ('field', 'op', 'value', 'packed', '_test')
+    __slots__ = ('field', 'op', 'value', 'packed', '_test', '_plain', '_direct')
 
     def __init__(self, field: F, op: str, value: Any) -> None:
         self.field = _field(field)
@@ -227,6 +227,9 @@ class Compare(Expr):
         #: The value's place in the key codec's order.
         self.packed = _checked(value, f'{field!r} {op}')
         self._test: Callable[[bytes, bytes], bool] = _TESTS[op]
+        #: The value's type when Python's comparison of it is the codec's.
+        self._plain = type(value) if type(value) in _PLAIN_TYPES else None
+        self._direct: Callable[[Any, Any], bool] = _TESTS[op]
 
     def matches(self, record: Any) -> bool:
         """See :meth:`Expr.matches`.
@@ -236,6 +239,9 @@ class Compare(Expr):
         value = _lookup(record, self.field.parts)
         if value is _MISSING:
             return False
+        if type(value) is self._plain and self._plain is not None:
+            # ints, strs and bytes each sort in the codec as Python sorts them
+            return self._direct(value, self.value)
         packed = sort_key(value)
         return packed is not None and self._test(packed, self.packed)
 
@@ -246,7 +252,13 @@ class Compare(Expr):
         return f'{self.field!r} {self.op} {self.value!r}'
 
 
-_TESTS: dict[str, Callable[[bytes, bytes], bool]] = {
+#: Types whose values compare in Python as the key codec orders them (a
+#: ``str`` by code point, which its UTF-8 bytes keep; ``bool`` and ``float``
+#: are left out: the codec orders ``True`` apart from ``1``, ``-0.0`` apart
+#: from ``0.0``).
+_PLAIN_TYPES = (int, str, bytes)
+
+_TESTS: dict[str, Callable[[Any, Any], bool]] = {
     '==': lambda a, b: a == b, '!=': lambda a, b: a != b,
     '<': lambda a, b: a < b, '<=': lambda a, b: a <= b,
     '>': lambda a, b: a > b, '>=': lambda a, b: a >= b,

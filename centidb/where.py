@@ -356,6 +356,7 @@ class WhereQuery:
         self._limit = limit
         self._offset = offset
         self._wrap = wrap
+        self._cached: tuple[Any, Plan] | None = None
 
     def _with(self, **changes: Any) -> WhereQuery:
         args = dict(order=self._order, reverse=self._reverse, limit=self._limit,
@@ -397,11 +398,19 @@ class WhereQuery:
 
     def plan(self) -> Plan:
         """The :class:`Plan` a terminal call would follow now."""
+        # The collection makes its record paths again whenever its indexes
+        # change, so while they are the same object the plan holds.
+        paths = self._coll.records
+        cached = self._cached
+        if cached is not None and cached[0] is paths:
+            return cached[1]
         indexes = [(name, index.fields, index.unique)
                    for name, index in sorted(self._coll.indices.items())
                    if index.fields is not None]
         bound = None if self._limit is None else self._offset + self._limit
-        return plan_query(self._expr, indexes, self._order, self._reverse, bound)
+        plan = plan_query(self._expr, indexes, self._order, self._reverse, bound)
+        self._cached = (paths, plan)
+        return plan
 
     def explain(self) -> str:
         """The plan in words: the indexes read and their bounds, the filter, the sort."""

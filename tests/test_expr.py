@@ -139,3 +139,21 @@ def test_uuid_and_dates_compare_as_keys():
     assert (F('u') < u2).matches({'u': u1}) and not (F('u') < u1).matches({'u': u2})
     day = datetime.date(2020, 1, 2)
     assert (F('d').between(datetime.date(2020, 1, 1), day)).matches({'d': day})
+
+
+SAME_TYPE_PAIRS = st.one_of(
+    st.tuples(st.integers(-2 ** 80, 2 ** 80), st.integers(-2 ** 80, 2 ** 80)),
+    st.tuples(st.text(st.characters(blacklist_categories=()), max_size=4),
+              st.text(st.characters(blacklist_categories=()), max_size=4)),
+    st.tuples(st.binary(max_size=4), st.binary(max_size=4)))
+
+
+@settings(max_examples=500, deadline=None)
+@given(pair=SAME_TYPE_PAIRS, op=st.sampled_from(['==', '!=', '<', '<=', '>', '>=']))
+def test_ints_strings_and_bytes_compare_as_the_codec_orders_them(pair, op):
+    """Compared with a value of its own type (surrogates and NULs included)."""
+    stored, given_value = pair
+    a, b = keylib.packs((stored,)), keylib.packs((given_value,))
+    expected = {'==': a == b, '!=': a != b, '<': a < b, '<=': a <= b, '>': a > b,
+                '>=': a >= b}[op]
+    assert Compare(F('x'), op, given_value).matches({'x': stored}) is expected
