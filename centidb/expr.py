@@ -94,7 +94,8 @@ class Expr:
                         'and ~, not and, or and not (and compare F() with one value at a time)')
 
     def __eq__(self, other: object) -> bool:
-        return type(self) is type(other) and self._parts() == other._parts()  # type: ignore[attr-defined]
+        return isinstance(other, Expr) and type(self) is type(other) and \
+            self._parts() == other._parts()
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._parts()))
@@ -359,7 +360,10 @@ class StartsWith(Expr):
         :param record: a record value.
         """
         value = _lookup(record, self.field.parts)
-        return type(value) is type(self.prefix) and value.startswith(self.prefix)
+        prefix = self.prefix
+        if isinstance(prefix, str):
+            return type(value) is str and value.startswith(prefix)
+        return type(value) is bytes and value.startswith(prefix)
 
     def _parts(self) -> tuple[Any, ...]:
         return (self.field.path, type(self.prefix).__name__, self.prefix)

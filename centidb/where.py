@@ -72,7 +72,7 @@ class Lookup(NamedTuple):
     """One read of an index: the equal leading values, and a range on the next field."""
 
     #: The index's name.
-    index: str
+    index_name: str
     #: The index's field paths.
     fields: tuple[str, ...]
     #: How many leading fields have an equality.
@@ -91,7 +91,7 @@ class Lookup(NamedTuple):
     def describe(self) -> str:
         """The lookup in words, for :meth:`Plan.text`."""
         if not self.equal:
-            return f'index {self.index!r} ({", ".join(self.fields)}): nothing (is_in of no values)'
+            return f'index {self.index_name!r} ({", ".join(self.fields)}): nothing (is_in of no values)'
         parts = []
         for at, field in enumerate(self.fields[:self.width]):
             values = sorted({repr(v[at]) for v in self.equal})
@@ -107,7 +107,7 @@ class Lookup(NamedTuple):
         if self.startswith is not None:
             parts.append(f'{self.fields[self.width]} startswith {self.startswith!r}')
         unique = ', unique' if self.unique else ''
-        return f'index {self.index!r} ({", ".join(self.fields)}{unique}): {" and ".join(parts)}'
+        return f'index {self.index_name!r} ({", ".join(self.fields)}{unique}): {" and ".join(parts)}'
 
 
 class Plan(NamedTuple):
@@ -154,7 +154,7 @@ class Plan(NamedTuple):
 def _conditions(expr: Expr) -> dict[str, list[Expr]]:
     """Field path -> the conjuncts of `expr` that condition it (and imply it exists)."""
     found: dict[str, list[Expr]] = {}
-    for part in (expr.exprs if type(expr) is And else (expr,)):  # type: ignore[attr-defined]
+    for part in (expr.exprs if isinstance(expr, And) else (expr,)):
         if isinstance(part, (Compare, Between, IsIn, StartsWith, Contains)):
             found.setdefault(part.field.path, []).append(part)
     return found
@@ -251,8 +251,8 @@ def plan_query(expr: Expr | None, indexes: Sequence[tuple[str, tuple[str, ...], 
     """
     if expr is None:
         return Plan('scan', (), None, order, reverse, bound)
-    if type(expr) is Or:
-        branches = [_best(indexes, branch) for branch in expr.exprs]  # type: ignore[attr-defined]
+    if isinstance(expr, Or):
+        branches = [_best(indexes, branch) for branch in expr.exprs]
         if all(branches):
             lookups = tuple(branch[0] for branch in branches)
             return Plan('union', lookups, expr, order, reverse, bound)
@@ -268,7 +268,7 @@ def plan_query(expr: Expr | None, indexes: Sequence[tuple[str, tuple[str, ...], 
 
 def _lookup_keys(coll: Any, lookup: Lookup, txn: Transaction) -> set[Key]:
     """The record keys one lookup finds (a superset of the matches)."""
-    index = coll.indices[lookup.index]
+    index = coll.indices[lookup.index_name]
     keys: set[Key] = set()
     for equal in lookup.equal:
         if lookup.startswith is not None:
@@ -359,8 +359,8 @@ class WhereQuery:
         self._cached: tuple[Any, Plan] | None = None
 
     def _with(self, **changes: Any) -> WhereQuery:
-        args = dict(order=self._order, reverse=self._reverse, limit=self._limit,
-                    offset=self._offset, wrap=self._wrap)
+        args: dict[str, Any] = dict(order=self._order, reverse=self._reverse,
+                                    limit=self._limit, offset=self._offset, wrap=self._wrap)
         args.update(changes)
         return WhereQuery(self._coll, self._txns, self._expr, **args)
 
