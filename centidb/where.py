@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import weakref
 from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from centidb import keylib
@@ -47,6 +48,11 @@ __all__ = ['Lookup', 'Plan', 'WhereQuery', 'as_expr', 'plan_query']
 
 #: The most equality lookups one index step expands ``is_in`` into.
 MAX_LOOKUPS = 256
+
+#: Collection -> (its record paths object, ``(name, fields, unique)`` of its
+#: field indexes), while the record paths object is the same.
+_FIELD_INDEXES: weakref.WeakKeyDictionary[Any, tuple[Any, list[tuple[str, tuple[str, ...], bool]]]] \
+    = weakref.WeakKeyDictionary()
 
 
 def as_expr(exprs: Sequence[Expr], equalities: dict[str, Any]) -> Expr | None:
@@ -189,8 +195,9 @@ def _range(conds: list[Expr]) -> tuple[tuple[Any, Any, bool] | None, Any]:
 def _lookup(name: str, fields: tuple[str, ...], unique: bool,
             conds: dict[str, list[Expr]]) -> tuple[tuple[int, int, int], Lookup] | None:
     """The best lookup of one field index for a conjunction, and its score; None if unusable."""
-    if not all(field in conds for field in fields):
-        return None     # a record lacking a field of the index has no entry in it
+    for field in fields:
+        if field not in conds:
+            return None     # a record lacking a field of the index has no entry in it
     equal: list[list[Any]] = []
     for field in fields:
         values = _equal_values(conds[field])
@@ -225,7 +232,8 @@ def _best(indexes: Sequence[tuple[str, tuple[str, ...], bool]],
             scored.append((found[0], name, found[1]))
     if not scored:
         return []
-    scored.sort(key=lambda item: (item[0], [-ord(c) for c in item[1]]), reverse=True)
+    # The highest score first; on a tie, the first name.
+    scored.sort(key=lambda item: (-item[0][0], -item[0][1], -item[0][2], item[1]))
     best = scored[0][2]
     if not best.equal or (best.unique and best.bounds is None and best.startswith is None
                           and best.width == len(best.fields)):
@@ -400,13 +408,19 @@ class WhereQuery:
         """The :class:`Plan` a terminal call would follow now."""
         # The collection makes its record paths again whenever its indexes
         # change, so while they are the same object the plan holds.
-        paths = self._coll.records
+        coll = self._coll
+        paths = coll.records
         cached = self._cached
         if cached is not None and cached[0] is paths:
             return cached[1]
-        indexes = [(name, index.fields, index.unique)
-                   for name, index in sorted(self._coll.indices.items())
-                   if index.fields is not None]
+        known = _FIELD_INDEXES.get(coll)
+        if known is not None and known[0] is paths:
+            indexes = known[1]
+        else:
+            indexes = [(name, index.fields, index.unique)
+                       for name, index in sorted(coll.indices.items())
+                       if index.fields is not None]
+            _FIELD_INDEXES[coll] = (paths, indexes)
         bound = None if self._limit is None else self._offset + self._limit
         plan = plan_query(self._expr, indexes, self._order, self._reverse, bound)
         self._cached = (paths, plan)
