@@ -15,6 +15,11 @@ The plan rules:
   a second index with an equality on other fields is intersected with it;
 * an ``|`` whose every branch can use an index is a union of them, each
   record once;
+* with ``order_by``, an index whose every field has a condition only a
+  single value meets, whose leading fields are equal to one value each and
+  whose next fields are the order's, is walked in that order instead of
+  sorting (and a ``limit`` stops the walk early), unless another index
+  has more equalities;
 * anything else scans the collection;
 * every candidate record is then checked against the whole expression, so
   a plan only decides how many records are read, never what is returned;
@@ -119,7 +124,8 @@ class Lookup(NamedTuple):
 class Plan(NamedTuple):
     """How a query reads: :meth:`WhereQuery.explain` prints it."""
 
-    #: ``'scan'``, ``'index'``, ``'intersection'`` or ``'union'``.
+    #: ``'scan'``, ``'index'``, ``'intersection'``, ``'union'`` or ``'walk'``
+    #: (an index read in the order asked for: no sort).
     kind: str
     #: The index reads: one for ``'index'``, several for the others, none for ``'scan'``.
     lookups: tuple[Lookup, ...]
@@ -138,15 +144,23 @@ class Plan(NamedTuple):
             lines = ['scan the collection in key order']
         else:
             head = {'index': 'read', 'intersection': 'intersect, in record key order:',
-                    'union': 'union, each record once:'}[self.kind]
+                    'union': 'union, each record once:', 'walk': 'walk'}[self.kind]
             if self.kind == 'index':
                 lines = [f'read {self.lookups[0].describe()}']
+            elif self.kind == 'walk':
+                way = 'descending' if self.reverse else 'ascending'
+                lines = [f'walk {self.lookups[0].describe()}, {way}',
+                         'read each candidate record in that order']
             else:
                 lines = [head] + [f'  {lookup.describe()}' for lookup in self.lookups]
-            lines.append('read the candidate records in key order')
+            if self.kind != 'walk':
+                lines.append('read the candidate records in key order')
         lines.append(f'filter: {self.filter!r}' if self.filter is not None
                      else 'filter: none (every record)')
-        if self.order:
+        if self.kind == 'walk':
+            stop = '' if self.bound is None else f', stopping after {self.bound} records'
+            lines.append(f'order: the walk\'s, by {", ".join(self.order)} (no sort){stop}')
+        elif self.order:
             way = 'descending' if self.reverse else 'ascending'
             kept = '' if self.bound is None else f', keeping the first {self.bound}'
             lines.append(f'sort by {", ".join(self.order)} {way} (ties in key order){kept}')
@@ -266,35 +280,102 @@ def plan_query(expr: Expr | None, indexes: Sequence[tuple[str, tuple[str, ...], 
             return Plan('union', lookups, expr, order, reverse, bound)
         return Plan('scan', (), expr, order, reverse, bound)
     lookups = tuple(_best(indexes, expr))
+    walk = _walk(indexes, expr, order) if order else None
+    if walk is not None and (not lookups or lookups[0].index_name == walk.index_name
+                             or walk.width >= lookups[0].width):
+        return Plan('walk', (walk,), expr, order, reverse, bound)
     if not lookups:
         return Plan('scan', (), expr, order, reverse, bound)
     kind = 'index' if len(lookups) == 1 else 'intersection'
     return Plan(kind, lookups, expr, order, reverse, bound)
 
 
+def _walk(indexes: Sequence[tuple[str, tuple[str, ...], bool]], expr: Expr,
+          order: tuple[str, ...]) -> Lookup | None:
+    """An index whose entries come in `order` for the records `expr` can match, or None.
+
+    Every field of the index must have a condition that only a single value
+    meets (a comparison, ``between``, ``is_in``, ``startswith``): then each
+    such record has exactly one entry. Leading fields with one equal value
+    are skipped; the order's fields must come next.
+    """
+    conds = _conditions(expr)
+    best: Lookup | None = None
+    for name, fields, unique in indexes:
+        if not all(field in conds and any(type(cond) is not Contains for cond in conds[field])
+                   for field in fields):
+            continue
+        width = 0
+        equal: list[Any] = []
+        for field in fields:
+            values = _single_value(conds[field])
+            if values is None:
+                break
+            equal.append(values[0])
+            width += 1
+        if fields[width:width + len(order)] != order:
+            continue
+        bounds, startswith = _range(conds[fields[width]]) if width < len(fields) else (None, None)
+        if best is None or width > best.width:
+            best = Lookup(name, fields, width, (tuple(equal),), bounds, startswith, unique)
+    return best
+
+
+def _single_value(conds: list[Expr]) -> list[Any] | None:
+    """``[value]`` if `conds` hold an ``==`` (one value, a scalar); else None."""
+    for cond in conds:
+        if type(cond) is Compare and cond.op == '==':
+            return [cond.value]
+    return None
+
+
 # --- running --------------------------------------------------------------------------------
+
+def _pairs(index: Any, lookup: Lookup, equal: tuple[Any, ...], reverse: bool,
+           txn: Transaction) -> Iterator[tuple[Key, Key]]:
+    """The ``(index tuple, record key)`` entries one tuple of a lookup reads."""
+    if lookup.startswith is not None:
+        return index.pairs(startswith=equal + (lookup.startswith,), reverse=reverse,
+                           txn=txn)  # type: ignore[no-any-return]
+    if lookup.bounds is not None:
+        low, high, included = lookup.bounds
+        lo = None if low is None else equal + (low,)
+        if high is None:
+            hi, include = None, False
+        elif len(lookup.fields) == len(equal) + 1:
+            hi, include = equal + (high,), included
+        else:       # longer tuples follow (high,): read the whole run of `equal`
+            hi, include = None, False
+        return index.pairs(lo, hi, prefix=equal or None, include=include,  # type: ignore[no-any-return]
+                           reverse=reverse, txn=txn)
+    return index.pairs(prefix=equal or None, reverse=reverse,  # type: ignore[no-any-return]
+                       txn=txn)
+
 
 def _lookup_keys(coll: Any, lookup: Lookup, txn: Transaction) -> set[Key]:
     """The record keys one lookup finds (a superset of the matches)."""
     index = coll.indices[lookup.index_name]
     keys: set[Key] = set()
     for equal in lookup.equal:
-        if lookup.startswith is not None:
-            pairs = index.pairs(startswith=equal + (lookup.startswith,), txn=txn)
-        elif lookup.bounds is not None:
-            low, high, included = lookup.bounds
-            lo = None if low is None else equal + (low,)
-            if high is None:
-                hi, include = None, False
-            elif len(lookup.fields) == len(equal) + 1:
-                hi, include = equal + (high,), included
-            else:       # longer tuples follow (high,): read the whole run of `equal`
-                hi, include = None, False
-            pairs = index.pairs(lo, hi, prefix=equal or None, include=include, txn=txn)
-        else:
-            pairs = index.pairs(prefix=equal, txn=txn)
-        keys.update(key for _, key in pairs)
+        keys.update(key for _, key in _pairs(index, lookup, equal, False, txn))
     return keys
+
+
+def _walk_keys(coll: Any, plan: Plan, txn: Transaction) -> Iterator[Key]:
+    """The record keys of a walk, in the plan's order; equal values in record key order."""
+    lookup = plan.lookups[0]
+    at, stop = lookup.width, lookup.width + len(plan.order)
+    group: list[Key] = []
+    last = None
+    for tup, key in _pairs(coll.indices[lookup.index_name], lookup, lookup.equal[0],
+                           plan.reverse, txn):
+        packed = keylib.packs(tup[at:stop])     # the codec's equality, not Python's
+        if packed != last and group:
+            yield from sorted(group, key=keylib.packs)
+            group = []
+        last = packed
+        group.append(key)
+    yield from sorted(group, key=keylib.packs)
 
 
 def _candidates(coll: Any, plan: Plan, txn: Transaction) -> Iterator[tuple[Key, Any]]:
@@ -302,6 +383,17 @@ def _candidates(coll: Any, plan: Plan, txn: Transaction) -> Iterator[tuple[Key, 
     if plan.kind == 'scan':
         yield from coll.items(txn=txn)
         return
+    if plan.kind == 'walk':
+        walked = _walk_keys(coll, plan, txn)
+        size = 16       # a limited walk stops early: read a few records at a time at first
+        while True:
+            chunk = list(itertools.islice(walked, size))
+            if not chunk:
+                return
+            for key, value in zip(chunk, coll.get_many(chunk, _GONE, txn=txn)):
+                if value is not _GONE:
+                    yield key, value
+            size = min(size * 4, 1000)
     sets = [_lookup_keys(coll, lookup, txn) for lookup in plan.lookups]
     keys = set.intersection(*sets) if plan.kind == 'intersection' else set.union(*sets)
     ordered = sorted(keys, key=keylib.packs)
@@ -437,7 +529,7 @@ class WhereQuery:
         if expr is not None:
             found = ((key, value) for key, value in found if expr.matches(value))
         start, limit = self._offset, self._limit
-        if self._order:
+        if self._order and plan.kind != 'walk':
             parts = tuple(tuple(path.split('.')) for path in self._order)
             key_of = (lambda item: _order_key(item[1], parts))  # noqa: E731
             if plan.bound is not None:

@@ -135,6 +135,7 @@ def records(draw):
 def leaves():
     field = st.sampled_from(FIELDS)
     return st.one_of(
+        st.tuples(st.just('cmp'), field, st.just('=='), SCALARS),     # equalities, often
         st.tuples(st.just('cmp'), field, st.sampled_from(['==', '!=', '<', '<=', '>', '>=']),
                   SCALARS),
         st.tuples(st.just('between'), field, SCALARS, SCALARS),
@@ -152,8 +153,21 @@ def trees(depth=4):
                      st.tuples(st.just('or'), sub, sub), st.tuples(st.just('not'), sub))
 
 
-INDEXES = st.lists(st.sampled_from([('a',), ('b',), ('tags',), ('n.x',), ('a', 'b'),
-                                    ('b', 'c'), ('c', 'a', 'n.x')]), max_size=4, unique=True)
+def plannable():
+    """Flat conjunctions and disjunctions of leaves: the shapes plans use indexes for."""
+    def joined(kind, parts):
+        tree = parts[0]
+        for part in parts[1:]:
+            tree = (kind, tree, part)
+        return tree
+    return st.one_of(st.lists(leaves(), min_size=1, max_size=3).map(lambda p: joined('and', p)),
+                     st.lists(leaves(), min_size=2, max_size=3).map(lambda p: joined('or', p)))
+
+
+INDEXES = st.one_of(
+    st.lists(st.sampled_from([('a',), ('b',), ('tags',), ('n.x',), ('a', 'b'), ('b', 'c'),
+                              ('c', 'a', 'n.x')]), max_size=4, unique=True),
+    st.just([(field,) for field in FIELDS] + [('a', 'b')]))    # every field: plans vary most
 
 
 @settings(max_examples=60, deadline=None,
@@ -178,8 +192,12 @@ def test_every_query_returns_what_a_brute_force_filter_returns(store, data):
             for key in data.draw(st.lists(st.integers(0, 15), max_size=2)):
                 coll.delete(key, txn=txn)
                 model.pop((key,), None)
-            tree = data.draw(trees())
+            tree = data.draw(st.one_of(trees(), plannable()))
             order = data.draw(st.lists(st.sampled_from(FIELDS), max_size=2, unique=True))
+            if order and data.draw(st.booleans()):
+                # A condition every scalar meets: the order's index may be walked.
+                for path in order:
+                    tree = ('and', tree, ('cmp', path, '>=', None))
             reverse = data.draw(st.booleans())
             offset = data.draw(st.integers(0, 3))
             limit = data.draw(st.one_of(st.none(), st.integers(0, 5)))
@@ -375,3 +393,101 @@ def test_model_where_gives_instances(store):
     assert [(p.name, p.age) for p in found] == [('cy', 29), ('ann', 41)]
     assert found.first().name == 'cy' and found.count() == 2
     assert [key for key, _ in found.items()] == [('cy',), ('ann',)]
+
+
+def test_an_order_by_on_an_index_walks_it_instead_of_sorting(store):
+    coll = store.collection('walks', key_func=lambda r: r['id'])
+    coll.add_index('city_age_n', fields=('city', 'age', 'n'))
+    coll.add_index('age', fields='age')
+    ages = [30, 1.0, 1, True, None, 'x', 30, 2, 30, 1]
+    coll.put_many([{'id': i, 'city': 'Leeds' if i % 4 else 'York', 'age': age, 'n': -i}
+                   for i, age in enumerate(ages)])
+    coll.put({'id': 99, 'city': 'Leeds', 'age': [1, 2], 'n': 0})     # a list: never in a walk
+    query = coll.where(F('city') == 'Leeds', F('age') >= 1, F('n') <= 0).order_by('age')
+    assert query.explain().splitlines() == [
+        "walk index 'city_age_n' (city, age, n): city == 'Leeds' and age >= 1, ascending",
+        'read each candidate record in that order',
+        "filter: (F('city') == 'Leeds') & (F('age') >= 1) & (F('n') <= 0)",
+        "order: the walk's, by age (no sort)"]
+    # Codec order: 1 < True < 1.0 < 2 < 30 < "x"; equal ages in record key order
+    # (the index orders them by n, descending here).
+    expected = [(key, value) for key, value in sorted(
+        ((k, v) for k, v in coll.items() if v['city'] == 'Leeds' and v['n'] <= 0
+         and not isinstance(v['age'], list) and v['age'] is not None
+         and keylib.packs((v['age'],)) >= keylib.packs((1,))),
+        key=lambda item: (keylib.packs((item[1]['age'],)), item[0]))]
+    assert [v["id"] for v in query] == [v["id"] for _, v in expected] == [2, 9, 3, 1, 7, 6, 5]
+    backwards = query.order_by('age', reverse=True)
+    assert [v["id"] for v in backwards] == [5, 6, 7, 1, 3, 2, 9]
+    assert backwards.limit(2).offset(1).keys() == [(6,), (7,)]
+    assert backwards.explain().splitlines()[0].endswith(', descending')
+    # Without a condition on every field of the index, no walk: a sort.
+    assert coll.where(F('age') >= 1).order_by('city').explain().splitlines()[-1].startswith(
+        'sort by city')
+    assert coll.where(F('age') > 1).order_by('age').explain().startswith("walk index 'age'")
+
+
+def test_a_limited_walk_reads_few_records():
+    engine = TraceEngine(centidb.engines.get_engine_class('ListEngine')())
+    store = centidb.Store(engine)
+    coll = store.collection('c', key_func=lambda r: r['id'])
+    coll.add_index('score', fields='score')
+    coll.put_many({'id': i, 'score': (i * 7919) % 5000} for i in range(5000))
+    query = coll.where(F('score') >= 0).order_by('score').limit(3)
+    assert query.explain().startswith("walk index 'score'")
+    engine.calls.clear()
+    assert [v['score'] for v in query] == [0, 1, 2]
+    gets = sum(len(args[0]) if name == 'txn.get_many' else 1
+               for name, args in engine.calls if name in ('txn.get', 'txn.get_many'))
+    assert gets <= 16, gets        # the first chunk only, not 5,000 records
+    store.close()
+
+
+# Queries of every plan kind, each checked against the oracle on one fixed data set.
+PLANNED = [
+    ('index', ('cmp', 'a', '==', 1), ()),
+    ('index', ('between', 'b', 0, 2), ()),
+    ('index', ('in', 'a', [1, 'x', None]), ()),
+    ('index', ('contains', 'tags', 'x'), ()),
+    ('index', ('startswith', 'c', 'x'), ()),
+    ('index', ('and', ('cmp', 'a', '==', 2), ('cmp', 'b', '>', 0)), ()),
+    ('intersection', ('and', ('cmp', 'c', '==', 'x'), ('cmp', 'n.x', '==', 1)), ()),
+    ('intersection', ('and', ('in', 'c', ['x', 'y']), ('contains', 'tags', 1)), ()),
+    ('union', ('or', ('cmp', 'a', '==', 1), ('cmp', 'c', '<', 'xy')), ()),
+    ('union', ('or', ('contains', 'tags', None),
+               ('or', ('cmp', 'n.x', '>=', 2), ('in', 'c', []))), ()),
+    ('walk', ('cmp', 'b', '>=', None), ('b',)),
+    ('walk', ('and', ('cmp', 'a', '==', 1), ('cmp', 'b', '<', 3)), ('b',)),
+    ('scan', ('not', ('cmp', 'a', '==', 1)), ('c',)),
+    ('scan', ('or', ('exists', 'a'), ('cmp', 'b', '==', 1)), ('a', 'tags')),
+]
+
+
+@pytest.mark.parametrize('kind, tree, order', PLANNED)
+def test_each_plan_kind_returns_what_the_oracle_does(store, kind, tree, order):
+    import random
+    rng = random.Random(5)
+    coll = store.collection('planned', key_func=lambda r: r['id'])
+    coll.add_index('a_b', fields=('a', 'b'))
+    for field in ('a', 'b', 'c', 'n.x', 'tags'):
+        coll.add_index(field, fields=field)
+    pool = [None, True, 0, 1, 2, 1.0, -1, 'x', 'xy', 'y', b'x', [1, 'x'], [None], []]
+    model = {}
+    for i in range(80):
+        record = {'id': i}
+        for field in ('a', 'b', 'c', 'tags'):
+            if rng.random() < 0.8:
+                record[field] = rng.choice(pool)
+        if rng.random() < 0.7:
+            record['n'] = {'x': rng.choice(pool)} if rng.random() < 0.8 else rng.choice(pool)
+        model[(i,)] = record
+    coll.put_many(model.values())
+    for reverse in (False, True):
+        query = coll.where(build(tree))
+        if order:
+            query = query.order_by(order, reverse=reverse)
+        assert query.plan().kind == kind, query.explain()
+        expected = oracle_order([(k, v) for k, v in model.items() if holds(tree, v)],
+                                order, reverse)
+        assert query.items() == expected, query.explain()
+        assert query.offset(2).limit(3).items() == expected[2:5]
