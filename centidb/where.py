@@ -40,13 +40,16 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
-from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from centidb import keylib
 from centidb.expr import (
     And, Between, Compare, Contains, Expr, F, IsIn, Or, StartsWith, sort_key,
 )
 from centidb.keylib import Key
+
+if TYPE_CHECKING:
+    from centidb.index import Index
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Lookup', 'Plan', 'WhereQuery', 'as_expr', 'plan_query']
@@ -331,12 +334,11 @@ def _single_value(conds: list[Expr]) -> list[Any] | None:
 
 # --- running --------------------------------------------------------------------------------
 
-def _pairs(index: Any, lookup: Lookup, equal: tuple[Any, ...], reverse: bool,
+def _pairs(index: Index, lookup: Lookup, equal: tuple[Any, ...], reverse: bool,
            txn: Transaction) -> Iterator[tuple[Key, Key]]:
     """The ``(index tuple, record key)`` entries one tuple of a lookup reads."""
     if lookup.startswith is not None:
-        return index.pairs(startswith=equal + (lookup.startswith,), reverse=reverse,
-                           txn=txn)  # type: ignore[no-any-return]
+        return index.pairs(startswith=equal + (lookup.startswith,), reverse=reverse, txn=txn)
     if lookup.bounds is not None:
         low, high, included = lookup.bounds
         lo = None if low is None else equal + (low,)
@@ -346,10 +348,9 @@ def _pairs(index: Any, lookup: Lookup, equal: tuple[Any, ...], reverse: bool,
             hi, include = equal + (high,), included
         else:       # longer tuples follow (high,): read the whole run of `equal`
             hi, include = None, False
-        return index.pairs(lo, hi, prefix=equal or None, include=include,  # type: ignore[no-any-return]
-                           reverse=reverse, txn=txn)
-    return index.pairs(prefix=equal or None, reverse=reverse,  # type: ignore[no-any-return]
-                       txn=txn)
+        return index.pairs(lo, hi, prefix=equal or None, include=include, reverse=reverse,
+                           txn=txn)
+    return index.pairs(prefix=equal or None, reverse=reverse, txn=txn)
 
 
 def _lookup_keys(coll: Any, lookup: Lookup, txn: Transaction) -> set[Key]:

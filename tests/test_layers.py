@@ -35,8 +35,9 @@ LAYERS = [
     ['txn'],
     ['catalog', 'batches'],
     ['records'],                    # the record layer (a package)
-    ['query', 'where'],
+    ['query'],
     ['index'],
+    ['where'],
     ['hooks', 'collinfo'],
     ['collection'],
     ['store'],                      # Store: admin (the open collections), verify
