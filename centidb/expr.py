@@ -275,13 +275,15 @@ class Between(Expr):
     :raises TypeError: for an end the key codec cannot encode.
     """
 
-    __slots__ = ('field', 'lo', 'hi', 'packed_lo', 'packed_hi')
+    __slots__ = ('field', 'lo', 'hi', 'packed_lo', 'packed_hi', '_plain')
 
     def __init__(self, field: F, lo: Any, hi: Any) -> None:
         self.field = _field(field)
         self.lo, self.hi = lo, hi
         self.packed_lo = _checked(lo, f'{field!r}.between() low end')
         self.packed_hi = _checked(hi, f'{field!r}.between() high end')
+        plain = type(lo)
+        self._plain = plain if plain in _PLAIN_TYPES and type(hi) is plain else None
 
     def matches(self, record: Any) -> bool:
         """See :meth:`Expr.matches`.
@@ -291,6 +293,8 @@ class Between(Expr):
         value = _lookup(record, self.field.parts)
         if value is _MISSING:
             return False
+        if type(value) is self._plain and self._plain is not None:
+            return bool(self.lo <= value <= self.hi)
         packed = sort_key(value)
         return packed is not None and self.packed_lo <= packed <= self.packed_hi
 
@@ -309,7 +313,7 @@ class IsIn(Expr):
     :raises TypeError: for a value the key codec cannot encode.
     """
 
-    __slots__ = ('field', 'values', 'packed')
+    __slots__ = ('field', 'values', 'packed', '_plain')
 
     def __init__(self, field: F, values: Iterable[Any]) -> None:
         self.field = _field(field)
@@ -320,6 +324,9 @@ class IsIn(Expr):
         #: The values' places in the key codec's order, sorted, each once.
         self.packed = tuple(sorted({_checked(value, f'{field!r}.is_in()')
                                     for value in self.values}))
+        #: ``(type, value)`` of the ints, strs and bytes among the values.
+        self._plain = frozenset((type(value), value) for value in self.values
+                                if type(value) in _PLAIN_TYPES)
 
     def matches(self, record: Any) -> bool:
         """See :meth:`Expr.matches`.
@@ -329,6 +336,8 @@ class IsIn(Expr):
         value = _lookup(record, self.field.parts)
         if value is _MISSING:
             return False
+        if type(value) in _PLAIN_TYPES:
+            return (type(value), value) in self._plain
         return sort_key(value) in self.packed
 
     def _parts(self) -> tuple[Any, ...]:

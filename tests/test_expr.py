@@ -157,3 +157,16 @@ def test_ints_strings_and_bytes_compare_as_the_codec_orders_them(pair, op):
     expected = {'==': a == b, '!=': a != b, '<': a < b, '<=': a <= b, '>': a > b,
                 '>=': a >= b}[op]
     assert Compare(F('x'), op, given_value).matches({'x': stored}) is expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(pair=SAME_TYPE_PAIRS, other=st.one_of(KEY_VALUES, st.integers(-2 ** 80, 2 ** 80),
+                                             st.text(st.characters(blacklist_categories=()))),
+       stored=st.one_of(ANY_VALUES, st.integers(-5, 5), st.text(max_size=3)))
+def test_between_and_is_in_agree_with_the_codec(pair, other, stored):
+    lo, hi = pair
+    a = keylib.packs((lo,)), keylib.packs((hi,)), keylib.packs((other,))
+    mine = sort_key(stored)
+    inside = mine is not None and a[0] <= mine <= a[1]
+    assert F('x').between(lo, hi).matches({'x': stored}) is inside
+    assert F('x').is_in([lo, other]).matches({'x': stored}) is (mine is not None and mine in a[::2])
