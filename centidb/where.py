@@ -40,7 +40,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, Sequence
 
 from centidb import keylib
 from centidb.expr import (
@@ -48,8 +48,6 @@ from centidb.expr import (
 )
 from centidb.keylib import Key
 
-if TYPE_CHECKING:
-    from centidb.index import Index
 from centidb.txn import Transaction, TxnManager
 
 __all__ = ['Lookup', 'Plan', 'WhereQuery', 'as_expr', 'plan_query']
@@ -334,11 +332,11 @@ def _single_value(conds: list[Expr]) -> list[Any] | None:
 
 # --- running --------------------------------------------------------------------------------
 
-def _pairs(index: Index, lookup: Lookup, equal: tuple[Any, ...], reverse: bool,
-           txn: Transaction) -> Iterator[tuple[Key, Key]]:
-    """The ``(index tuple, record key)`` entries one tuple of a lookup reads."""
+def _read(read: Callable[..., Iterator[Any]], lookup: Lookup, equal: tuple[Any, ...],
+          reverse: bool, txn: Transaction) -> Iterator[Any]:
+    """What ``read`` (an index's ``keys`` or ``pairs``) gives for one tuple of a lookup."""
     if lookup.startswith is not None:
-        return index.pairs(startswith=equal + (lookup.startswith,), reverse=reverse, txn=txn)
+        return read(startswith=equal + (lookup.startswith,), reverse=reverse, txn=txn)
     if lookup.bounds is not None:
         low, high, included = lookup.bounds
         lo = None if low is None else equal + (low,)
@@ -348,17 +346,16 @@ def _pairs(index: Index, lookup: Lookup, equal: tuple[Any, ...], reverse: bool,
             hi, include = equal + (high,), included
         else:       # longer tuples follow (high,): read the whole run of `equal`
             hi, include = None, False
-        return index.pairs(lo, hi, prefix=equal or None, include=include, reverse=reverse,
-                           txn=txn)
-    return index.pairs(prefix=equal or None, reverse=reverse, txn=txn)
+        return read(lo, hi, prefix=equal or None, include=include, reverse=reverse, txn=txn)
+    return read(prefix=equal or None, reverse=reverse, txn=txn)
 
 
 def _lookup_keys(coll: Any, lookup: Lookup, txn: Transaction) -> set[Key]:
     """The record keys one lookup finds (a superset of the matches)."""
-    index = coll.indices[lookup.index_name]
+    read = coll.indices[lookup.index_name].keys
     keys: set[Key] = set()
     for equal in lookup.equal:
-        keys.update(key for _, key in _pairs(index, lookup, equal, False, txn))
+        keys.update(_read(read, lookup, equal, False, txn))
     return keys
 
 
@@ -368,8 +365,8 @@ def _walk_keys(coll: Any, plan: Plan, txn: Transaction) -> Iterator[Key]:
     at, stop = lookup.width, lookup.width + len(plan.order)
     group: list[Key] = []
     last = None
-    for tup, key in _pairs(coll.indices[lookup.index_name], lookup, lookup.equal[0],
-                           plan.reverse, txn):
+    for tup, key in _read(coll.indices[lookup.index_name].pairs, lookup, lookup.equal[0],
+                          plan.reverse, txn):
         packed = keylib.packs(tup[at:stop])     # the codec's equality, not Python's
         if packed != last and group:
             yield from sorted(group, key=keylib.packs)
