@@ -436,18 +436,40 @@ class Exists(Expr):
         return f'{self.field!r}.exists()'
 
 
-class And(Expr):
-    """Every one of the expressions holds."""
+class _Joined(Expr):
+    """Expressions joined by one operator; nested joins of the same kind are flattened.
+
+    :param exprs: one or more :class:`Expr`.
+    :raises ValueError: for none.
+    """
 
     __slots__ = ('exprs',)
+    #: The operator, as the expressions are written.
+    OP = ''
 
     def __init__(self, *exprs: Expr) -> None:
         flat: list[Expr] = []
         for expr in exprs:
-            flat.extend(expr.exprs if type(expr) is And else (_expr(expr, '&'),))
+            if type(expr) is type(self):
+                flat.extend(expr.exprs)
+            else:
+                flat.append(_expr(expr, self.OP))
         if not flat:
-            raise ValueError('And() needs at least one expression')
+            raise ValueError(f'{type(self).__name__}() needs at least one expression')
         self.exprs: tuple[Expr, ...] = tuple(flat)
+
+    def _parts(self) -> tuple[Any, ...]:
+        return self.exprs
+
+    def __repr__(self) -> str:
+        return f' {self.OP} '.join(_grouped(expr) for expr in self.exprs)
+
+
+class And(_Joined):
+    """Every one of the expressions holds."""
+
+    __slots__ = ()
+    OP = '&'
 
     def matches(self, record: Any) -> bool:
         """See :meth:`Expr.matches`.
@@ -456,25 +478,12 @@ class And(Expr):
         """
         return all(expr.matches(record) for expr in self.exprs)
 
-    def _parts(self) -> tuple[Any, ...]:
-        return self.exprs
 
-    def __repr__(self) -> str:
-        return ' & '.join(_grouped(expr) for expr in self.exprs)
-
-
-class Or(Expr):
+class Or(_Joined):
     """At least one of the expressions holds."""
 
-    __slots__ = ('exprs',)
-
-    def __init__(self, *exprs: Expr) -> None:
-        flat: list[Expr] = []
-        for expr in exprs:
-            flat.extend(expr.exprs if type(expr) is Or else (_expr(expr, '|'),))
-        if not flat:
-            raise ValueError('Or() needs at least one expression')
-        self.exprs: tuple[Expr, ...] = tuple(flat)
+    __slots__ = ()
+    OP = '|'
 
     def matches(self, record: Any) -> bool:
         """See :meth:`Expr.matches`.
@@ -482,12 +491,6 @@ class Or(Expr):
         :param record: a record value.
         """
         return any(expr.matches(record) for expr in self.exprs)
-
-    def _parts(self) -> tuple[Any, ...]:
-        return self.exprs
-
-    def __repr__(self) -> str:
-        return ' | '.join(_grouped(expr) for expr in self.exprs)
 
 
 class Not(Expr):
