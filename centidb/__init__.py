@@ -11,6 +11,7 @@ in :mod:`centidb.engines`, record encoders and packers in
 # First: its import hook decides how the modules in impl.PURE_MODE load.
 from centidb import impl  # noqa: F401
 from centidb.collection import Collection
+from centidb.expr import F
 from centidb.index import Index
 from centidb.keylib import Desc
 from centidb.models import Model, field, index_on
@@ -21,4 +22,4 @@ from centidb.txn import Change
 __version__ = '0.1.0'
 
 __all__ = ['open', 'Store', 'Transaction', 'Collection', 'Index', 'Record',
-           'Desc', 'Change', 'Model', 'field', 'index_on', '__version__']
+           'Desc', 'Change', 'Model', 'field', 'index_on', 'F', '__version__']

@@ -39,7 +39,8 @@ from centidb.metarecords import (
 )
 from centidb.txn import Transaction, TxnManager
 
-__all__ = ['Catalog', 'EncoderRegistry', 'CollectionMeta', 'StoreMetadata', 'read_metadata']
+__all__ = ['Catalog', 'EncoderRegistry', 'CollectionMeta', 'StoreMetadata', 'StoredIndex',
+           'read_metadata']
 
 
 def _holds_data(etxn: EngineTransaction, prefix_id: int) -> bool:
@@ -438,6 +439,27 @@ class Catalog(EncoderRegistry):
         return any(info['counter'] == counter
                    for other, info in self.collections(etxn).items() if other != name)
 
+    def stored_indexes(self, etxn: EngineTransaction, coll_id: int) -> dict[str, StoredIndex]:
+        """A ``dict`` from name to :class:`StoredIndex` of every index stored for a collection.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :param coll_id: the collection's prefix id.
+        :raises ~centidb.errors.StoreFormatError: naming a malformed index record.
+        """
+        return {key[2]: StoredIndex.of(info) for key, info in scan(etxn, 'index', coll_id)}
+
+    def stored_index(self, etxn: EngineTransaction, coll_id: int,
+                     name: str) -> StoredIndex | None:
+        """The :class:`StoredIndex` of index `name` of collection `coll_id`, or None.
+
+        :param etxn: an :class:`~centidb.engines.EngineTransaction`.
+        :param coll_id: the collection's prefix id.
+        :param name: the index's name.
+        :raises ~centidb.errors.StoreFormatError: if its record is malformed.
+        """
+        info = read_record(etxn, 'index', coll_id, name)
+        return None if info is None else StoredIndex.of(info)
+
     def index_ids(self, etxn: EngineTransaction, coll_id: int) -> dict[str, int]:
         """A ``dict`` from name to prefix id of every index stored for a collection.
 
@@ -508,13 +530,14 @@ class Catalog(EncoderRegistry):
         return False if info is None else info.get('unique', False) is True
 
     def create_index(self, txn: Transaction, coll_id: int, name: str,
-                     unique: bool = False) -> int:
+                     unique: bool = False, fields: tuple[str, ...] | None = None) -> int:
         """Number and store a new index of collection `coll_id`; return its id.
 
         :param txn: a write :class:`~centidb.txn.Transaction`.
         :param coll_id: the collection's prefix id.
         :param name: the index's name.
         :param unique: whether no two records may share an index tuple.
+        :param fields: a field index's field paths; None for a function index.
         :returns: the id, the one :meth:`next_prefix_id` returned in `txn`
             (which its entries were written under).
         :raises ~centidb.errors.StoreFormatError: if a collection or index
@@ -531,6 +554,8 @@ class Catalog(EncoderRegistry):
         meta: dict[str, Any] = {'id': index_id}
         if unique:      # absent when false: stores from before read the same
             meta['unique'] = True
+        if fields is not None:
+            meta['fields'] = list(fields)
         etxn.put(meta_key('index', coll_id, name), dump_json(meta))
         self._took_prefix_id(txn, index_id)
         return index_id
@@ -575,6 +600,34 @@ class Catalog(EncoderRegistry):
 
 # --- reading the whole catalog -----------------------------------------------------------
 
+class StoredIndex(NamedTuple):
+    """What the catalog stores of one index."""
+
+    #: The index's prefix id.
+    id: int
+    #: True if no two records may share an index tuple.
+    unique: bool
+    #: A field index's field paths (see :mod:`centidb.fieldpaths`); None
+    #: for a function index, whose function each session gives again.
+    fields: tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, info: dict[str, Any]) -> StoredIndex:
+        """The :class:`StoredIndex` of an index record.
+
+        :param info: the record's JSON object, checked by
+            :func:`~centidb.metarecords.parse_value`.
+        """
+        fields = info.get('fields')
+        return cls(info['id'], info.get('unique', False) is True,
+                   None if fields is None else tuple(fields))
+
+    def describe(self) -> str:
+        """The definition in words, for messages and ``centidb info``."""
+        kind = 'a function index' if self.fields is None else f'fields {self.fields!r}'
+        return f'{kind}, unique' if self.unique else kind
+
+
 class CollectionMeta(NamedTuple):
     """One collection's stored metadata, as :func:`read_metadata` finds it."""
 
@@ -585,6 +638,8 @@ class CollectionMeta(NamedTuple):
     info: CollectionInfo
     #: Index name -> whether the index is unique, for every index stored.
     indexes: dict[str, bool]
+    #: Index name -> what is stored of it, for every index stored.
+    stored_indexes: dict[str, StoredIndex] = {}
 
 
 class StoreMetadata(NamedTuple):
@@ -617,10 +672,11 @@ def read_metadata(etxn: EngineTransaction) -> StoreMetadata:
         record read.
     """
     format_record = read_record(etxn, 'format') or {}
-    collections = [
-        CollectionMeta(key[1], info,
-                       {index_key[2]: index_info.get('unique', False)
-                        for index_key, index_info in scan(etxn, 'index', info['id'])})
-        for key, info in scan(etxn, 'collection')]
+    collections = []
+    for key, info in scan(etxn, 'collection'):
+        stored = {index_key[2]: StoredIndex.of(index_info)
+                  for index_key, index_info in scan(etxn, 'index', info['id'])}
+        collections.append(CollectionMeta(
+            key[1], info, {name: index.unique for name, index in stored.items()}, stored))
     counters = {key[1]: value for key, value in scan(etxn, 'counter')}
     return StoreMetadata(format_record, collections, counters)

@@ -21,12 +21,14 @@ from typing import Any, Callable, Final, Iterable, Iterator, NoReturn, TypeVar
 from centidb import batches, encodings, keylib
 from centidb.records.access import CollectionCalls, Records
 from centidb.batches import BatchView
-from centidb.catalog import Catalog
+from centidb.catalog import Catalog, StoredIndex
+from centidb.expr import Expr
 from centidb.collinfo import CollectionMeta
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
 from centidb.errors import CorruptKeyError, StoreError
 from centidb.hooks import BeforeWriteHooks
+from centidb.where import WhereQuery, as_expr
 from centidb.index import Index, IndexSet  # Index: also the older import path
 from centidb.keylib import Key
 from centidb.metarecords import CollectionInfo
@@ -72,14 +74,15 @@ class Collection:
     :param txn_key_func: ``txn_key_func(txn, record)``, or ``None``.
     :param encoder: the record :class:`~centidb.encodings.Encoder`.
     :param packer: the default packer (an ``Encoder``).
-    :param index_ids: a ``dict`` from the name to the prefix id of each
-        index stored for the collection.
+    :param indexes: a ``dict`` from the name to the
+        :class:`~centidb.catalog.StoredIndex` of each index stored for the
+        collection.
     """
 
     def __init__(self, store: Any, txns: TxnManager, catalog: Catalog, name: str,
                  info: CollectionInfo, key_func: Callable[[Any], Any] | None,
                  txn_key_func: Callable[[Transaction, Any], Any] | None, encoder: Encoder,
-                 packer: Encoder, index_ids: dict[str, int]) -> None:
+                 packer: Encoder, indexes: dict[str, StoredIndex]) -> None:
         self._store = store
         self._txns = txns
         self._catalog = catalog
@@ -111,7 +114,7 @@ class Collection:
         self._space = KeySpace(self._prefix, txns, self.values, self._entry_keys,
                                self._entry_chunks, self._group_of, 1, self._meta.unbatched)
         self._hooks = BeforeWriteHooks(name, self._rebuild)
-        self._index_set = IndexSet(self, txns, catalog, name, index_ids, self._fill_index,
+        self._index_set = IndexSet(self, txns, catalog, name, indexes, self._fill_index,
                                    self._rebuild)
         #: Index name -> :class:`Index`, for the indexes added in this session.
         self.indices = self._index_set.added
@@ -163,14 +166,15 @@ class Collection:
         self.calls.records.fill_index(etxn, func, index_prefix, unique_name, replace,
                                       progress)
 
-    def reload(self, info: CollectionInfo, index_ids: dict[str, int]) -> None:
+    def reload(self, info: CollectionInfo, indexes: dict[str, StoredIndex]) -> None:
         """Take up metadata another process changed (called by the store).
 
         :param info: the collection's stored metadata ``dict``.
-        :param index_ids: name to prefix id of every index stored for it.
+        :param indexes: name to :class:`~centidb.catalog.StoredIndex` of
+            every index stored for it.
         """
         self._meta.reload(info)
-        self._index_set.reload(index_ids)    # rebuilds the record paths
+        self._index_set.reload(indexes)    # rebuilds the record paths
 
     def detach(self, why: str) -> Callable[[], None]:
         """Make every later use raise :class:`~centidb.errors.StoreError`.
@@ -182,7 +186,7 @@ class Collection:
         :returns: a callable that attaches the collection again as it was
             (the store calls it when a drop's transaction aborts).
         """
-        added, ids = dict(self.indices), dict(self._index_set.ids)
+        added, stored = dict(self.indices), dict(self._index_set.stored)
         calls = self.calls
         calls.records = calls.writer = calls.reader = _Detached(why)  # type: ignore[assignment]
         self._index_set.reload({})      # forgets every index; stays detached
@@ -190,7 +194,7 @@ class Collection:
         def attach() -> None:
             calls.records = None  # type: ignore[assignment]  # _rebuild() makes them
             self.indices.update(added)
-            self._index_set.reload(ids)     # rebuilds the record paths
+            self._index_set.reload(stored)  # rebuilds the record paths
         return attach
 
     def _rebuild(self) -> None:
@@ -346,6 +350,23 @@ class Collection:
                           self.calls.reader.values)
 
     # --- queries ---------------------------------------------------------------
+
+    def where(self, *exprs: Expr, **equalities: Any) -> WhereQuery:
+        """The records meeting every condition, planned over the field indexes.
+
+        ``where(F('age') >= 30, city='Leeds')`` is ``F('age') >= 30`` and
+        ``F('city') == 'Leeds'`` (see :mod:`centidb.expr` for the
+        comparison rules and :mod:`centidb.where` for the plan rules).
+        Nothing is read until a terminal call: iterating (values),
+        ``items()``, ``keys()``, ``first()``, ``count()`` or ``delete()``.
+
+        :param exprs: expressions made with :class:`~centidb.expr.F`.
+        :param equalities: ``field=value`` for ``F('field') == value``.
+        :returns: a :class:`~centidb.where.WhereQuery`.
+        :raises TypeError: for an argument that is not an expression, or a
+            value the key codec cannot encode.
+        """
+        return WhereQuery(self, self._txns, as_expr(exprs, equalities))
 
     @doc_of(KeySpace.find)
     def find(self, lo: object = None, hi: object = None, *, prefix: object = None,
@@ -588,9 +609,18 @@ class Collection:
         """
         self._hooks.remove(hook)
 
-    def add_index(self, name: str, func: Callable[[Any], Any], *, unique: bool = False,
+    def add_index(self, name: str, func: Callable[[Any], Any] | None = None, *,
+                  fields: str | tuple[str, ...] | list[str] | None = None, unique: bool = False,
                   progress: Callable[[int], object] | None = None) -> Index:
         """Add (or, after a reopen, re-add) the index `name`; return it.
+
+        An index is made by a function (`func`) or by the record's fields
+        (`fields`, a field path such as ``'city'`` or ``'address.city'``, or
+        a tuple of them; see :mod:`centidb.fieldpaths`). A **field index**'s
+        definition is stored with the store: every later session and every
+        other process has it without calling ``add_index``, the command
+        line needs no ``--app`` for it, and ``add_index`` with the same
+        definition returns the index as it is.
 
         A **unique** index refuses a write that would give a second record
         an index tuple some record has: the write raises
@@ -600,7 +630,7 @@ class Collection:
         tuple is fine, and changing its tuple frees the old one.
 
         Functions are not stored: after reopening a store, call
-        ``add_index`` again for every index, or writes raise
+        ``add_index`` again for every function index, or writes raise
         :class:`~centidb.errors.IndexNotAddedError`. A new index on a
         collection that already holds records is filled in for them, in
         this thread's open write transaction (the index is undone if that
@@ -616,6 +646,9 @@ class Collection:
         :param name: the index's name, a non-empty ``str``.
         :param func: ``func(record)`` returns ``None`` (no entry), a value or
             tuple (one entry), or a list (one entry per element).
+        :param fields: instead of `func`: the field path or paths whose
+            values make each entry's tuple. A record lacking one has no entry;
+            a ``list`` field gives one entry per element.
         :param unique: no two records may have the same index tuple. Must
             agree with what is stored for an index that exists.
         :param progress: called as ``progress(n)`` while existing records
@@ -625,22 +658,26 @@ class Collection:
             (``tqdm(total=coll.count())``). Not called when nothing is
             filled in (an index that exists, or an empty collection).
         :returns: the :class:`Index`.
-        :raises TypeError: for an empty or non-``str`` `name`, or a `func`
-            that is not callable.
-        :raises ValueError: if the index was already added in this session,
-            or exists with the other `unique` setting.
+        :raises TypeError: for an empty or non-``str`` `name`, a `func`
+            that is not callable, both `func` and `fields` or neither, or a
+            field path that is not a ``str``.
+        :raises ValueError: if a function index was already added in this
+            session; if the index exists with the other `unique` setting or
+            another definition (the message names both); for an empty field
+            path or path part.
         :raises ~centidb.errors.UniqueError: if `unique` and two records
             already stored have the same index tuple (no index is made).
         :raises ~centidb.errors.EngineClosedError: if the store is closed.
         """
         if not isinstance(name, str) or not name:
             raise TypeError(f'index name must be a non-empty str, not {name!r}')
-        if not callable(func):
+        if func is not None and not callable(func):
             raise TypeError(f'index function for {name!r} must be callable')
         if progress is not None and not callable(progress):
             raise TypeError(f'progress must be callable or None, not {progress!r}')
         index_set = self._index_set
-        return index_set.txns.retry_conflicts(index_set.add, name, func, bool(unique), progress)
+        return index_set.txns.retry_conflicts(index_set.add, name, func, bool(unique), progress,
+                                              fields)
 
     def drop_index(self, name: str) -> None:
         """Delete the index `name` and all its entries from the store.

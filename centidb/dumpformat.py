@@ -41,6 +41,7 @@ import msgpack
 
 from centidb import keylib
 from centidb.errors import CentiError, DumpFormatError, DumpTypeError
+from centidb.fieldpaths import check_fields
 from centidb.keyformat import Desc, Key
 
 __all__ = ['DUMP_FORMAT', 'DUMP_VERSION', 'SAFE_INT_MAX', 'to_json', 'from_json',
@@ -387,10 +388,13 @@ class IndexSpec:
 
     :param name: the index's name.
     :param unique: whether it is a unique index.
+    :param fields: a field index's field paths; None for a function index
+        (a loader's program must add those).
     """
 
     name: str
     unique: bool = False
+    fields: Tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -423,18 +427,21 @@ class CollectionLine:
     checksum: bool = False
 
     @classmethod
-    def from_info(cls, name: str, info: Mapping[str, Any],
-                  indexes: Mapping[str, bool]) -> CollectionLine:
+    def from_info(cls, name: str, info: Mapping[str, Any], indexes: Mapping[str, bool],
+                  fields: Mapping[str, Tuple[str, ...] | None] | None = None) -> CollectionLine:
         """The line for a collection, from the metadata the store keeps.
 
         :param name: the collection's name.
         :param info: its metadata ``dict``, as
             :meth:`~centidb.catalog.Catalog.collection_info` returns it.
         :param indexes: ``{name: unique flag}`` of its stored indexes.
+        :param fields: ``{name: field paths}`` of its field indexes.
         """
+        fields = fields or {}
         return cls(name, info.get('key'), info['encoder'], info['packer'], info['counter'],
                    bool(info.get('batched')),
-                   tuple(IndexSpec(index, bool(unique)) for index, unique in indexes.items()),
+                   tuple(IndexSpec(index, bool(unique), fields.get(index))
+                         for index, unique in indexes.items()),
                    'checksum' in info)
 
     def text(self) -> str:
@@ -443,8 +450,7 @@ class CollectionLine:
                'key': None if self.key_kind is None else _str_json(self.key_kind),
                'encoder': _str_json(self.encoder), 'packer': _str_json(self.packer),
                'counter': _str_json(self.counter), 'batched': self.batched,
-               'indexes': [{'name': _str_json(index.name), 'unique': index.unique}
-                           for index in self.indexes]}
+               'indexes': [_index_json(index) for index in self.indexes]}
         if self.checksum:
             obj['checksum'] = True
         return _line(obj)
@@ -619,18 +625,41 @@ def _parse(obj: Any) -> Line:
     if kind == 'trailer':
         return _trailer(obj)
     indexes = obj['indexes']
-    if type(indexes) is not list or not all(type(index) is dict and set(index) == {'name', 'unique'}
-                                            for index in indexes):
+    if type(indexes) is not list or not all(
+            type(index) is dict and set(index) - {'fields'} == {'name', 'unique'}
+            for index in indexes):
         raise DumpFormatError(f'the "indexes" of a collection line are {_shown(indexes)}, not '
-                              f'an array of {{"name": ..., "unique": ...}} objects')
+                              f'an array of {{"name": ..., "unique": ...}} objects (with '
+                              f'"fields" for a field index)')
     return CollectionLine(
         _typed(obj, 'name', str, kind),
         None if obj['key'] is None else _typed(obj, 'key', str, kind),
         _typed(obj, 'encoder', str, kind), _typed(obj, 'packer', str, kind),
         _typed(obj, 'counter', str, kind), _typed(obj, 'batched', bool, kind),
         tuple(IndexSpec(_typed(index, 'name', str, 'collection'),
-                        _typed(index, 'unique', bool, 'collection')) for index in indexes),
+                        _typed(index, 'unique', bool, 'collection'),
+                        _index_fields(index)) for index in indexes),
         'checksum' in obj and _typed(obj, 'checksum', bool, kind))
+
+
+def _index_json(index: IndexSpec) -> dict[str, Any]:
+    obj: dict[str, Any] = {'name': _str_json(index.name), 'unique': index.unique}
+    if index.fields is not None:
+        obj['fields'] = list(index.fields)     # checked: no lone surrogate
+    return obj
+
+
+def _index_fields(index: Mapping[str, Any]) -> Tuple[str, ...] | None:
+    if 'fields' not in index:
+        return None
+    fields = index['fields']
+    try:
+        if type(fields) is not list:
+            raise TypeError('not an array')
+        return check_fields(fields)
+    except (TypeError, ValueError) as exc:
+        raise DumpFormatError(f'the "fields" of index {_shown(index.get("name"))} are '
+                              f'{_shown(fields)}, not an array of field paths ({exc})') from None
 
 
 def _trailer(obj: Mapping[str, Any]) -> TrailerLine:

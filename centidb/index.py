@@ -1,8 +1,9 @@
 """Secondary indexes: :class:`Index`, a prefix view over a collection's index entries.
 
 An index maps each record of its collection to zero, one or many index tuples
-through a plain Python function; each tuple is stored as one entry (layout in
-:mod:`centidb.records`). Query methods take the parameters described in
+through a plain Python function, or through the record's fields (a field
+index, whose definition the store keeps: :mod:`centidb.fieldpaths`); each
+tuple is stored as one entry (layout in :mod:`centidb.records`). Query methods take the parameters described in
 :mod:`centidb.query`.
 """
 
@@ -11,9 +12,10 @@ from __future__ import annotations
 from typing import Any, Callable, Final, Iterable, Iterator, Optional
 
 from centidb import keylib
-from centidb.catalog import Catalog
+from centidb.catalog import Catalog, StoredIndex
 from centidb.engines import EngineTransaction
 from centidb.errors import UnknownIndexError
+from centidb.fieldpaths import FieldIndexFunc, check_fields
 from centidb.keylib import Key
 from centidb.query import KeySpace, check_query, doc_of, query_doc, readonly
 from centidb.records.access import CollectionCalls
@@ -60,6 +62,12 @@ class Index:
         self.get_args: tuple[CollectionCalls, bytes, str] = (coll.calls, self._prefix, name)
         self._space = KeySpace(self._prefix, txns, self.values, self._entry_keys,
                                self._entry_chunks, self._group_of, 2, _always)
+
+    @property
+    def fields(self) -> tuple[str, ...] | None:
+        """A field index's field paths; None for a function index."""
+        func = self._func
+        return func.fields if type(func) is FieldIndexFunc else None
 
     # Read-only: the collection's put() is prepared from these.
 
@@ -265,14 +273,17 @@ class Index:
 class IndexSet:
     """A collection's indexes: those stored for it, and those added in this session.
 
-    Index functions are not stored, so an index stored by an earlier session
-    is *unbound* until ``add_index`` gives it its function again.
+    A field index's definition is stored, so it is added as soon as the
+    collection is opened (or another process makes it). A function index's
+    function is not: one stored by an earlier session is *unbound* until
+    ``add_index`` gives it its function again.
 
     :param coll: the collection, given to each :class:`Index`.
     :param txns: the store's :class:`~centidb.txn.TxnManager`.
     :param catalog: the store's :class:`~centidb.catalog.Catalog`.
     :param coll_name: the collection's name, for errors.
-    :param index_ids: a ``dict`` from name to prefix id of every stored index.
+    :param stored: a ``dict`` from name to
+        :class:`~centidb.catalog.StoredIndex` of every stored index.
     :param fill: ``fill(engine txn, func, index prefix, unique name or None,
         replace, progress)`` writes an index's entries for the records stored
         (with `replace`, in place of its old entries), or nothing if any
@@ -281,7 +292,7 @@ class IndexSet:
     """
 
     def __init__(self, coll: Any, txns: TxnManager, catalog: Catalog, coll_name: str,
-                 index_ids: dict[str, int],
+                 stored: dict[str, StoredIndex],
                  fill: Callable[[EngineTransaction, Callable[[Any], Any], bytes, Optional[str],
                                  bool, Optional[Callable[[int], object]]], object],
                  changed: Callable[[], object]) -> None:
@@ -294,36 +305,56 @@ class IndexSet:
         self.changed = changed
         #: Name -> :class:`Index`, for the indexes added in this session.
         self.added: dict[str, Index] = {}
-        #: Name -> prefix id, for every index stored.
-        self.ids = dict(index_ids)
+        #: Name -> what is stored, for every index stored.
+        self.stored: dict[str, StoredIndex] = {}
+        self._take_up(stored)
+
+    @property
+    def ids(self) -> dict[str, int]:
+        """Name -> prefix id, for every index stored."""
+        return {name: index.id for name, index in self.stored.items()}
 
     def unbound(self) -> frozenset[str]:
         """The names of the stored indexes not added in this session."""
-        return frozenset(self.ids) - frozenset(self.added)
+        return frozenset(self.stored) - frozenset(self.added)
 
-    def add(self, name: str, func: Callable[[Any], Any], unique: bool = False,
-            progress: Callable[[int], object] | None = None) -> Index:
+    def add(self, name: str, func: Callable[[Any], Any] | None = None, unique: bool = False,
+            progress: Callable[[int], object] | None = None,
+            fields: str | tuple[str, ...] | list[str] | None = None) -> Index:
         """Add (or re-add) the index `name`; see ``Collection.add_index``.
 
         :param name: the index's name.
-        :param func: the index function.
+        :param func: the index function, or None for a field index.
         :param unique: whether no two records may share an index tuple; must
             agree with what is stored for an existing index.
         :param progress: ``progress(n)`` as records are indexed, or None.
+        :param fields: a field index's field path or paths, instead of `func`.
         :returns: the :class:`Index`.
         """
+        if (func is None) == (fields is None):
+            raise TypeError(f'add_index({name!r}) takes an index function or fields=, '
+                            f'{"not both" if func is not None else "and was given neither"}')
+        if fields is not None:
+            func = FieldIndexFunc(check_fields(fields))
+        elif not callable(func):
+            raise TypeError(f'the index function of {name!r} must be callable, not '
+                            f'{type(func).__name__!r}')
+        wanted = StoredIndex(0, unique is True, None if fields is None
+                             else func.fields)  # type: ignore[union-attr]  # made above
         self.txns.check_open()
         lock = self.catalog.lock
         with lock:
-            if name in self.added:
+            added = self.added.get(name)
+            if added is not None:
+                if wanted.fields is not None or added.fields is not None:
+                    self._check_same(name, self.stored[name], wanted)
+                    return added
                 raise ValueError(f'index {name!r} was already added to collection '
                                  f'{self.coll_name!r} in this session')
-            if name in self.ids:
-                was_unique = self.txns.run(None, False, self._stored_unique, name)
-                self._check_unique(name, was_unique, unique)
-                index = Index(self.coll, name, self.ids[name], func, self.txns, unique)
-                self._bind(index)
-                return index
+            if name in self.stored:
+                stored = self.txns.run(None, False, self._stored_index, name)
+                if stored is not None:
+                    return self._add_stored(name, stored, wanted, func)
         # Lock order: the engine's writer lock, then the catalog lock.
         with self.txns.writing() as txn, lock:
             if name in self.added:
@@ -331,59 +362,76 @@ class IndexSet:
                                  f'{self.coll_name!r} by another thread')
             etxn: EngineTransaction = txn.engine_txn  # type: ignore[assignment]  # open
             # Read in the write transaction: another process may have made it.
-            index_id = self.catalog.index_ids(etxn, self.coll_id).get(name)
-            if index_id is not None:
-                self._check_unique(name, self.catalog.index_unique(etxn, self.coll_id, name),
-                                   unique)
-                index = Index(self.coll, name, index_id, func, self.txns, unique)
-                self._bind(index)
-                return index
+            stored = self.catalog.stored_index(etxn, self.coll_id, name)
+            if stored is not None:
+                return self._add_stored(name, stored, wanted, func)
             index_id = self.catalog.next_prefix_id(etxn)
             index = Index(self.coll, name, index_id, func, self.txns, unique)
             # Writes nothing unless every record's entries could be made (and,
             # for a unique index, differ), so a failure leaves a transaction
             # the caller owns as it was.
             self.fill(etxn, func, index.prefix, name if unique else None, False, progress)
-            self.catalog.create_index(txn, self.coll_id, name, unique)
+            self.catalog.create_index(txn, self.coll_id, name, unique, wanted.fields)
             # Bound before the commit, so no writer slips in between.
-            self._bind(index)
+            self._bind(index, wanted._replace(id=index_id))
             txn.undo.append(lambda: self._unbind(name) if self.added.get(name) is index
                             else None)
         return index
 
-    def _stored_unique(self, txn: Transaction, etxn: EngineTransaction, name: str) -> bool:
-        return self.catalog.index_unique(etxn, self.coll_id, name)
+    def _add_stored(self, name: str, stored: StoredIndex, wanted: StoredIndex,
+                    func: Callable[[Any], Any]) -> Index:
+        """Bind the stored index `name` to `func`, if `wanted` is its definition."""
+        self._check_same(name, stored, wanted)
+        index = Index(self.coll, name, stored.id, func, self.txns, stored.unique)
+        self._bind(index, stored)
+        return index
 
-    def _check_unique(self, name: str, was_unique: bool, unique: bool) -> None:
-        if was_unique != unique:
+    def _stored_index(self, txn: Transaction, etxn: EngineTransaction,
+                      name: str) -> StoredIndex | None:
+        return self.catalog.stored_index(etxn, self.coll_id, name)
+
+    def _check_same(self, name: str, stored: StoredIndex, wanted: StoredIndex) -> None:
+        if stored.unique != wanted.unique:
             raise ValueError(
                 f'index {name!r} of collection {self.coll_name!r} is stored as '
-                f'{"unique" if was_unique else "not unique"}; add it with unique={was_unique}, '
-                f'or drop_index() it and add it again')
+                f'{"unique" if stored.unique else "not unique"}; add it with '
+                f'unique={stored.unique}, or drop_index() it and add it again')
+        if stored.fields != wanted.fields:
+            raise ValueError(
+                f'index {name!r} of collection {self.coll_name!r} is stored as '
+                f'{stored.describe()}; add_index() was given {wanted.describe()}: give the '
+                f'stored definition, or drop_index() it and add it again')
 
-    def reload(self, index_ids: dict[str, int]) -> None:
+    def reload(self, stored: dict[str, StoredIndex]) -> None:
         """Take up the stored indexes as another process left them.
 
         An added index that was dropped or made again elsewhere is no longer
-        added here.
+        added here; a field index made elsewhere is added.
 
-        :param index_ids: name to prefix id of every stored index.
+        :param stored: name to :class:`~centidb.catalog.StoredIndex` of every stored index.
         """
-        self.ids = dict(index_ids)
-        for name, index in list(self.added.items()):
-            if self.ids.get(name) != index.index_id:
-                del self.added[name]
+        self._take_up(stored)
         self.changed()
 
-    def _bind(self, index: Index) -> None:
+    def _take_up(self, stored: dict[str, StoredIndex]) -> None:
+        self.stored = dict(stored)
+        for name, index in list(self.added.items()):
+            if name not in self.stored or self.stored[name].id != index.index_id:
+                del self.added[name]
+        for name, info in self.stored.items():
+            if info.fields is not None and name not in self.added:
+                self.added[name] = Index(self.coll, name, info.id, FieldIndexFunc(info.fields),
+                                         self.txns, info.unique)
+
+    def _bind(self, index: Index, stored: StoredIndex) -> None:
         self.added[index.name] = index
-        self.ids[index.name] = index.index_id
+        self.stored[index.name] = stored
         self.changed()
 
     def _unbind(self, name: str) -> None:
         """Forget the index `name` in this session (dropped, or never committed)."""
         self.added.pop(name, None)
-        self.ids.pop(name, None)
+        self.stored.pop(name, None)
         self.changed()
 
     def rebuild(self, name: str, progress: Callable[[int], object] | None = None) -> None:
@@ -411,21 +459,22 @@ class IndexSet:
         :param name: the index's name.
         """
         self.txns.check_open()
-        if name not in self.ids:
+        stored = self.stored.get(name)
+        if stored is None:
             raise UnknownIndexError(f'collection {self.coll_name!r} has no index {name!r} '
                                     f'to drop')
-        index_id = self.ids[name]
+        index_id = stored.id
         with self.txns.writing() as txn, self.catalog.lock:
             delete_prefix(txn.engine_txn,  # type: ignore[arg-type]  # open
                                  keylib.packs(index_id))
             self.catalog.delete_index(txn, self.coll_id, name)
             index = self.added.get(name)
             self._unbind(name)
-            txn.undo.append(lambda: self._rebind(name, index_id, index))
+            txn.undo.append(lambda: self._rebind(name, stored, index))
 
-    def _rebind(self, name: str, index_id: int, index: Index | None) -> None:
+    def _rebind(self, name: str, stored: StoredIndex, index: Index | None) -> None:
         """Undo a drop whose transaction aborted."""
-        self.ids[name] = index_id
+        self.stored[name] = stored
         if index is not None:
             self.added[name] = index
         self.changed()

@@ -15,6 +15,7 @@ from typing import Any, Dict, Iterator, Mapping, cast
 from centidb import checksums, keylib
 from centidb.engines import EngineTransaction
 from centidb.errors import CorruptKeyError, StoreFormatError
+from centidb.fieldpaths import check_fields
 from centidb.keylib import Key
 
 __all__ = ['CollectionInfo', 'FORMAT_NAME', 'FORMAT_VERSION', 'MAX_ENCODER_ID',
@@ -221,6 +222,16 @@ def int_value(key: Key, value: bytes) -> int:
     return number
 
 
+def _check_index_fields(key: Key, fields: Any) -> None:
+    try:
+        if type(fields) is not list:
+            raise TypeError('not a list')
+        check_fields(fields)
+    except (TypeError, ValueError) as exc:
+        raise bad_record(key, f'its \'fields\' is {brief_repr(fields, 80)}, not a list of '
+                              f'field paths ({exc})') from None
+
+
 def parse_value(key: Key, value: bytes) -> Any:
     """What the metadata record `key` holds, checked field by field.
 
@@ -248,6 +259,8 @@ def parse_value(key: Key, value: bytes) -> Any:
         _check_field(key, info, 'id', int, 1, MAX_PREFIX_ID)
         if kind == 'index':
             _check_field(key, info, 'unique', bool, optional=True)
+            if 'fields' in info:
+                _check_index_fields(key, info['fields'])
         else:
             for field in ('encoder', 'packer', 'counter'):
                 _check_field(key, info, field, str)

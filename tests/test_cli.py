@@ -110,13 +110,13 @@ def test_info(work, store_path, engine):
     text = cli('info', store_path, cwd=work, check=0).stdout
     assert 'format centidb version 1' in text
     assert 'collection people: 3 records, key key_func, encoder msgpack, packer plain' in text
-    assert '  index by_email (unique)' in text
+    assert '  index by_age: a function\n  index by_email: a function, unique\n' in text
     assert 'counter log:key = 4' in text
     [info] = lines(cli('info', store_path, '--json', cwd=work, check=0).stdout)
     assert info['engine'] == ENGINES[engine][0] and info['size'] > 0
     people = {coll['name']: coll for coll in info['collections']}['people']
-    assert people['indexes'] == [{'name': 'by_age', 'unique': False},
-                                 {'name': 'by_email', 'unique': True}]
+    assert people['indexes'] == [{'name': 'by_age', 'unique': False, 'fields': None},
+                                 {'name': 'by_email', 'unique': True, 'fields': None}]
     assert info['counters'] == {'log:key': 4}
 
 
@@ -336,3 +336,33 @@ def test_the_command_line_reads_the_catalog_only_through_read_metadata():
     everything = set(imported) | {f'{module}.{name}' for module, names in imported.items()
                                   for name in names}
     assert not everything & {'centidb.metarecords', 'centidb.keylib', 'centidb.keyformat'}
+
+
+# --- field indexes: stored definitions, no --app ---------------------------------------
+
+def test_field_indexes_need_no_app(work, engine):
+    path = work / f'fields-{engine}'
+    with open_store(path, engine, create=True) as store:
+        coll = store.collection('c', key_func=lambda r: r['k'])
+        coll.add_index('city', fields='addr.city', unique=True)
+        coll.add_index('tags', fields=('tags', 'k'))
+        coll.put_many([{'k': 1, 'addr': {'city': 'Leeds'}, 'tags': ['a', 'b']},
+                       {'k': 2, 'addr': {'city': 'York'}}])
+    text = cli('info', path, cwd=work, check=0).stdout
+    assert '  index city: fields addr.city, unique\n  index tags: fields tags, k\n' in text
+    [info] = lines(cli('info', path, '--json', cwd=work, check=0).stdout)
+    assert info['collections'][0]['indexes'] == [
+        {'name': 'city', 'unique': True, 'fields': ['addr.city']},
+        {'name': 'tags', 'unique': False, 'fields': ['tags', 'k']}]
+    cli('verify', path, cwd=work, check=0)
+    cli('reindex', path, 'c', cwd=work, check=0)
+    dumped = cli('dump', path, cwd=work, check=0).stdout
+    assert '"indexes":[{"name":"city","unique":true,"fields":["addr.city"]},' in dumped
+    copy = work / f'copy-{engine}'
+    cli('load', copy, '-', '--engine', engine, cwd=work, stdin=dumped, check=0)
+    with open_store(copy, engine) as store:
+        coll = store.collection('c')
+        assert coll.indices['city'].fields == ('addr.city',) and coll.indices['city'].unique
+        assert [tup for tup, _ in coll.indices['tags'].pairs()] == [('a', 1), ('b', 1)]
+        assert coll.indices['city'].get('York') == {'k': 2, 'addr': {'city': 'York'}}
+        assert store.verify() == []

@@ -32,7 +32,7 @@ EXAMPLE_PAGES = ['index', 'tutorial', 'models', 'concepts', 'encoders', 'engines
 # Modules the API reference documents, with every public name.
 API_MODULES = ['cli', 'cli.commands', 'cli.dump', 'cli.common', 'models', 'models.model',
                'models.index', 'models.fields',
-               'store', 'store.admin', 'store.verify', 'hooks', 'collection', 'collinfo', 'index', 'query', 'records.access', 'records.entries', 'records.writing',
+               'store', 'store.admin', 'store.verify', 'hooks', 'collection', 'collinfo', 'index', 'where', 'expr', 'fieldpaths', 'query', 'records.access', 'records.entries', 'records.writing',
                'records.savepoint', 'records.limits', 'records.record', 'catalog', 'txn',
                'impl', 'keylib', 'keyformat', 'encodings', 'dumpformat', 'dumpfile', 'engines', 'engines.etcd',
                'engines.etcd_client', 'engines.paths', 'batches', 'errors']

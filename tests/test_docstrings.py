@@ -26,7 +26,7 @@ import pytest
 
 import centidb
 from centidb import (
-    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection, dumpfile, dumpformat, encodings, engines, errors, impl, index, keyformat, hooks, keylib, models, msgpackcodec, query, store, txn,
+    batches, catalog, collinfo, checksums, compressors, metarecords, cli, collection, dumpfile, dumpformat, encodings, engines, errors, expr, fieldpaths, where, impl, index, keyformat, hooks, keylib, models, msgpackcodec, query, store, txn,
 )
 from centidb import records as records_package
 from centidb.records import (
@@ -49,7 +49,7 @@ ALIASES = [importlib.import_module(f'centidb.{name}') for name in
 MODULES = [centidb, cli, cli_commands, cli_dump, cli_common,
            models, model, modelindex, fields, store, admin, hooks, verify, catalog, metarecords, collection,
            collinfo,
-           index, query, access, entries, writing,
+           index, expr, fieldpaths, query, where, access, entries, writing,
            savepoint, limits, records_package, records, reader, entry, kernel, fastpath, txn,
            impl, checksums, compressors,
            engines, *ENGINE_MODULES, encodings, msgpackcodec, dumpformat, dumpfile, keylib, keyformat, errors, batches]

@@ -294,6 +294,15 @@ COLLECTION = CollectionLine('people', 'key_func', 'msgpack', 'zlib', 'people:key
                             (IndexSpec('city'), IndexSpec('email', True)))
 
 
+def test_a_field_index_round_trips_with_its_fields():
+    line = CollectionLine('c', None, 'msgpack', 'plain', 'c:key', False,
+                          (IndexSpec('f', True, ('a', 'b.c')), IndexSpec('g')))
+    text = line.text()
+    assert text.endswith('"indexes":[{"name":"f","unique":true,"fields":["a","b.c"]},'
+                         '{"name":"g","unique":false}]}')
+    assert parse_line(text) == line
+
+
 def test_line_texts():
     assert header_line() == '{"type":"header","format":"centidb-dump","version":1}'
     assert HeaderLine().text() == header_line()
@@ -416,6 +425,18 @@ BAD_LINES = [
      '"batched":false,"indexes":[{"name":"i"}]}', '"indexes"'),
     ('{"type":"collection","name":"c","key":null,"encoder":"m","packer":"p","counter":"n",'
      '"batched":false,"indexes":[{"name":"i","unique":1}]}', '"unique".* not a bool'),
+    ('{"type":"collection","name":"c","key":null,"encoder":"m","packer":"p","counter":"n",'
+     '"batched":false,"indexes":[{"name":"i","unique":false,"fields":"a"}]}', '"fields" of index .i.*not an array'),
+    ('{"type":"collection","name":"c","key":null,"encoder":"m","packer":"p","counter":"n",'
+     '"batched":false,"indexes":[{"name":"i","unique":false,"fields":[]}]}', 'at least one'),
+    ('{"type":"collection","name":"c","key":null,"encoder":"m","packer":"p","counter":"n",'
+     '"batched":false,"indexes":[{"name":"i","unique":false,"fields":["a..b"]}]}', 'empty part'),
+    ('{"type":"collection","name":"c","key":null,"encoder":"m","packer":"p","counter":"n",'
+     '"batched":false,"indexes":[{"name":"i","unique":false,"fields":[1]}]}', "not 'int'"),
+    ('{"type":"collection","name":"c","key":null,"encoder":"m","packer":"p","counter":"n",'
+     '"batched":false,"indexes":[{"name":"i","unique":false,"fields":["a","a"]}]}', 'twice'),
+    ('{"type":"collection","name":"c","key":null,"encoder":"m","packer":"p","counter":"n",'
+     '"batched":false,"indexes":[{"name":"i","unique":false,"other":1}]}', '"indexes"'),
     ('[' * 100000 + ']' * 100000, 'too deep'),
     ('{"type":"trailer","lines":1,"records":[],"sha256":"' + '0' * 64 + '","x":1}', 'extra'),
     ('{"type":"trailer","lines":0,"records":[],"sha256":"' + '0' * 64 + '"}', 'at least 1'),

@@ -587,3 +587,160 @@ def test_a_values_scan_refuses_a_corrupt_index_tuple_as_items_does():
         assert got[0] == got[1], element
         outcomes.add(got[0])
     assert None in outcomes and len(outcomes) >= 4   # accepted, and three kinds of error
+
+
+# --- field indexes: definitions stored with the store ---------------------------------
+
+def _cities(store):
+    coll = store.collection('people', key_func=lambda r: r['id'])
+    coll.put_many([{'id': 1, 'city': 'Leeds', 'tags': ['red', 'blue'], 'addr': {'zip': 'LS1'}},
+                   {'id': 2, 'city': 'York', 'tags': [], 'addr': {'zip': 'YO1'}},
+                   {'id': 3, 'tags': ['red'], 'addr': 'unknown'},
+                   {'id': 4, 'city': None, 'tags': 'red'}])
+    return coll
+
+
+def test_a_field_index_makes_the_entries_of_its_fields(store):
+    coll = _cities(store)
+    city = coll.add_index('city', fields='city')
+    tags = coll.add_index('tags', fields=['tags'])
+    both = coll.add_index('city_zip', fields=('city', 'addr.zip'))
+    assert (city.fields, tags.fields, both.fields) == (('city',), ('tags',), ('city', 'addr.zip'))
+    # A stored None is a value; record 3 has no city, so no entry.
+    assert list(city.pairs()) == [((None,), (4,)), (('Leeds',), (1,)), (('York',), (2,))]
+    assert list(tags.pairs()) == [(('blue',), (1,)), (('red',), (1,)), (('red',), (3,)),
+                                  (('red',), (4,))]
+    assert list(both.pairs()) == [(('Leeds', 'LS1'), (1,)), (('York', 'YO1'), (2,))]
+    # Writes keep them, as any index.
+    coll.put({'id': 2, 'city': 'Hull', 'tags': ['green'], 'addr': {'zip': 'HU1'}})
+    coll.delete(1)
+    assert list(city.pairs()) == [((None,), (4,)), (('Hull',), (2,))]
+    assert [tup for tup, _ in tags.pairs()] == [('green',), ('red',), ('red',)]
+    assert list(both.pairs()) == [(('Hull', 'HU1'), (2,))]
+    assert coll.add_index('tags', fields='tags') is tags    # the same definition: as it is
+    assert store.verify() == []
+
+
+def test_a_field_index_is_there_after_a_reopen_without_add_index(reopen):
+    store = reopen()
+    coll = _cities(store)
+    coll.add_index('city', fields='city', unique=True)
+    coll.add_index('func', lambda r: r.get('city'))
+    store.close()
+    store = reopen()
+    coll = store.collection('people', key_func=lambda r: r['id'])
+    assert coll.indices['city'].fields == ('city',) and coll.indices['city'].unique
+    assert 'func' not in coll.indices           # a function index waits for its function
+    with pytest.raises(IndexNotAddedError, match="'func'"):
+        coll.put({'id': 5, 'city': 'Ely'})
+    coll.add_index('func', lambda r: r.get('city'))
+    coll.put({'id': 5, 'city': 'Ely'})
+    assert coll.indices['city'].get('Ely')['id'] == 5
+    with pytest.raises(UniqueError):
+        coll.put({'id': 6, 'city': 'Ely'})
+    assert coll.add_index('city', fields=['city'], unique=True) is coll.indices['city']
+    assert store.verify() == []
+    store.close()
+
+
+@pytest.mark.parametrize('given, words', [
+    ({'fields': 'town'}, "stored as fields \\('city',\\); add_index\\(\\) was given fields "
+                         "\\('town',\\)"),
+    ({'fields': ('city', 'id')}, "given fields \\('city', 'id'\\)"),
+    ({'func': lambda r: r.get('city')}, "stored as fields \\('city',\\); add_index\\(\\) was "
+                                        "given a function index"),
+    ({'fields': 'city', 'unique': True}, 'stored as not unique'),
+])
+def test_add_index_with_another_definition_names_both(store, given, words):
+    coll = _cities(store)
+    coll.add_index('city', fields='city')
+    fails_cleanly(store, ValueError, lambda: coll.add_index('city', **given), words)
+
+
+def test_a_function_index_is_not_taken_for_a_field_index(store):
+    coll = _cities(store)
+    coll.add_index('city', lambda r: r.get('city'))
+    with pytest.raises(ValueError, match='already added'):
+        coll.add_index('city', lambda r: r.get('city'))
+    reopened = store.collection('people')
+    assert reopened is coll
+    other = centidb.Store(store.engine) if store.engine.__class__.__name__ == 'ListEngine' \
+        else None
+    if other is not None:
+        c2 = other.collection('people')
+        fails_cleanly(store, ValueError, lambda: c2.add_index('city', fields='city'),
+                      "stored as a function index; add_index\\(\\) was given fields")
+
+
+@pytest.mark.parametrize('args, kwargs, error, words', [
+    ((), {}, TypeError, 'was given neither'),
+    ((lambda r: 1,), {'fields': 'a'}, TypeError, 'not both'),
+    ((), {'fields': ''}, ValueError, 'empty part'),
+    ((), {'fields': ()}, ValueError, 'at least one'),
+    ((), {'fields': 3}, TypeError, "not 'int'"),
+    (('city',), {}, TypeError, 'must be callable'),
+])
+def test_add_index_refuses_a_bad_definition(store, args, kwargs, error, words):
+    coll = _cities(store)
+    fails_cleanly(store, error, lambda: coll.add_index('x', *args, **kwargs), words)
+    assert 'x' not in coll.indices
+
+
+def test_a_unique_field_index_refuses_a_second_record(store):
+    coll = _cities(store)
+    zips = coll.add_index('zip', fields='addr.zip', unique=True)
+    fails_cleanly(store, UniqueError, lambda: coll.put({'id': 9, 'addr': {'zip': 'LS1'}}))
+    coll.put({'id': 9, 'addr': {'zip': 'LS2'}})
+    assert zips.get('LS2')['id'] == 9
+    with pytest.raises(UniqueError):
+        coll.add_index('by_tag', fields='tags', unique=True)     # 'red' is on three records
+    assert 'by_tag' not in coll.indices
+
+
+def test_a_dropped_field_index_can_be_made_again_with_another_definition(store):
+    coll = _cities(store)
+    coll.add_index('i', fields='city')
+    coll.drop_index('i')
+    assert 'i' not in coll.indices
+    index = coll.add_index('i', fields='addr.zip')
+    assert [tup for tup, _ in index.pairs()] == [('LS1',), ('YO1',)]
+
+
+def test_another_process_writes_through_a_field_index_without_add_index(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    path = str(tmp_path / 'db.lmdb')
+    with centidb.open('LmdbEngine', path=path) as store:
+        coll = store.collection('c', key_func=lambda r: r['k'])
+        coll.put({'k': 1, 'w': 'A'})
+        script = textwrap.dedent('''
+            import sys, centidb
+            with centidb.open('LmdbEngine', path=sys.argv[1]) as store:
+                coll = store.collection('c', key_func=lambda r: r['k'])
+                if sys.argv[2] == 'add':
+                    coll.add_index('w', fields='w')
+                coll.put({'k': int(sys.argv[3]), 'w': sys.argv[4]})
+        ''')
+        subprocess.run([sys.executable, '-c', script, path, 'add', '2', 'B'], check=True,
+                       timeout=60)
+        # This process takes the index up at its next write, and keeps it.
+        coll.put({'k': 3, 'w': 'C'})
+        subprocess.run([sys.executable, '-c', script, path, 'write', '4', 'D'], check=True,
+                       timeout=60)
+        w = coll.indices['w']
+        assert [w.get(x)['k'] for x in 'ABCD'] == [1, 2, 3, 4]
+        assert store.verify() == []
+
+
+def test_verify_checks_a_field_index_of_a_reopened_store(reopen):
+    store = reopen()
+    coll = _cities(store)
+    index = coll.add_index('city', fields='city')
+    entry = next(key for key in store.engine.keys() if key.startswith(index.prefix))
+    store.engine.delete(entry)
+    store.close()
+    store = reopen()
+    problems = store.verify()
+    assert [(p.collection, p.key, "'city'" in p.message) for p in problems] == [('people', (4,), True)]
+    store.close()

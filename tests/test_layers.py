@@ -20,11 +20,11 @@ ROOT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
 
 #: Lowest first; modules on one line share a layer and may not import each other.
 LAYERS = [
-    ['errors', 'keyformat', 'checksums', '_nocython'],
+    ['errors', 'keyformat', 'checksums', '_nocython', 'fieldpaths'],
     ['_speedups'],
     ['impl'],
     ['keylib', 'compressors', 'msgpackcodec'],
-    ['encodings', 'dumpformat'],
+    ['encodings', 'dumpformat', 'expr'],
     ['dumpfile'],
     ['engines.fastcalls'],
     ['engines.base', 'engines.paths', 'engines.lmdbmeta', 'engines.leveldbfiles'],
@@ -37,6 +37,7 @@ LAYERS = [
     ['records'],                    # the record layer (a package)
     ['query'],
     ['index'],
+    ['where'],
     ['hooks', 'collinfo'],
     ['collection'],
     ['store'],                      # Store: admin (the open collections), verify

@@ -45,7 +45,7 @@ def test_readme_example_runs(tmp_path, capsys):
     exec(compile(example, 'README.md', 'exec'), {})
     printed = capsys.readouterr().out.splitlines()
     assert printed[1:] == ["[('smith', 'ann')]", '1 False', 'True Bath', 'dee',
-                           "[(('ops',), ('smith', 'ann'))]"]
+                           "[(('ops',), ('smith', 'ann'))]", "[('smith', 'ann')]"]
 
 
 def test_every_subpackage_is_packaged():

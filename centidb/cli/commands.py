@@ -116,8 +116,9 @@ def _store_info(store: Store, path: str, engine: Engine) -> dict[str, Any]:
             'key': meta.info.get('key', 'unknown'),
             'encoder': meta.info['encoder'], 'packer': meta.info['packer'],
             'counter': meta.info['counter'],
-            'indexes': [{'name': name, 'unique': unique}
-                        for name, unique in sorted(meta.indexes.items())],
+            'indexes': [{'name': name, 'unique': index.unique,
+                         'fields': None if index.fields is None else list(index.fields)}
+                        for name, index in sorted(meta.stored_indexes.items())],
         }
         try:
             entry['records'] = store.collection(meta.name).count()
@@ -151,8 +152,10 @@ def cmd_info(args: argparse.Namespace, out: IO[str]) -> int:
         if 'error' in coll:
             out.write(f"  not readable here: {coll['error']}\n")
         for index in coll['indexes']:
-            unique = ' (unique)' if index['unique'] else ''
-            out.write(f"  index {index['name']}{unique}\n")
+            unique = ', unique' if index['unique'] else ''
+            made = ('a function' if index['fields'] is None
+                    else 'fields ' + ', '.join(index['fields']))
+            out.write(f"  index {index['name']}: {made}{unique}\n")
     for name, value in sorted(info['counters'].items()):
         out.write(f'counter {name} = {value}\n')
     return EXIT_OK

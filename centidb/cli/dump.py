@@ -73,7 +73,9 @@ def cmd_dump(args: argparse.Namespace, out: IO[str]) -> int:
         writer = dumpfile.DumpWriter(out)
         writer.write_header()
         for meta in metas:
-            writer.write_collection(CollectionLine.from_info(meta.name, meta.info, meta.indexes))
+            fields = {name: index.fields for name, index in meta.stored_indexes.items()}
+            writer.write_collection(CollectionLine.from_info(meta.name, meta.info, meta.indexes,
+                                                             fields))
         for name, value in sorted(counters.items()):
             writer.write_counter(CounterLine(name, value))
         total = sum(coll.count(txn=txn) for coll in colls)
@@ -163,6 +165,9 @@ def _prepare(store: Store, line: CollectionLine, allow_pickle: bool) -> Collecti
         if have != want:
             raise CliError(f'collection {line.name!r} has {label} {have!r} in the store '
                            f'but {want!r} in the dump')
+    for index in line.indexes:
+        if index.fields is not None:    # the same definition: returns the stored index
+            coll.add_index(index.name, fields=index.fields, unique=index.unique)
     missing = [index.name for index in line.indexes if index.name not in coll.indices]
     if missing:
         raise CliError(f'collection {line.name!r} has the index {missing[0]!r}: give '

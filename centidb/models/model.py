@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable, Iterator, T
 
 from centidb.collection import Collection
 from centidb.errors import ModelNotBoundError
+from centidb.expr import Expr
 from centidb.models.fields import (MISSING, Check, Field, declare_field, described, field, field_names,
                             field_values, type_checks)
 from centidb.index import Index
@@ -53,6 +54,7 @@ from centidb.query import query_doc
 from centidb.records import Record, as_key
 from centidb.store import Store
 from centidb.txn import Transaction, TxnManager
+from centidb.where import WhereQuery, as_expr
 
 if TYPE_CHECKING:
     from typing_extensions import dataclass_transform
@@ -651,6 +653,20 @@ class Model:
         found = coll.values(lo, hi, prefix=prefix, startswith=startswith, reverse=reverse,
                             max=max, include=include, txn=txn)
         return (cls._from_record(data) for data in found)
+
+    @classmethod
+    def where(cls: type[_M], *exprs: Expr, **equalities: Any) -> WhereQuery:
+        """The instances meeting every condition, as ``Collection.where`` finds their records.
+
+        :param exprs: expressions made with :class:`~centidb.expr.F`.
+        :param equalities: ``field=value`` for ``F('field') == value``.
+        :returns: a :class:`~centidb.where.WhereQuery` giving instances.
+        :raises ~centidb.errors.ModelNotBoundError: if the model is not bound
+            to a store.
+        """
+        binding = cls._model_schema.bound()
+        return WhereQuery(binding.coll, binding.txns, as_expr(exprs, equalities),
+                          wrap=lambda key, data: cls._from_record(data, key))
 
     @overload
     @classmethod

@@ -288,8 +288,9 @@ class Store:
             coll = self._collections.get(name)
             if coll is None or coll.coll_id != info['id']:
                 try:
-                    coll = self._collections.make(name, (info, index_ids), None, None, None,
-                                                  None)
+                    coll = self._collections.make(
+                        name, (info, self._catalog.stored_indexes(etxn, info['id'])),
+                        None, None, None, None)
                 except CentiError as exc:
                     problems.append(Problem(name, None, f'not checked: {exc}'))
                     continue

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, Tuple
 
 from centidb import encodings, keylib
-from centidb.catalog import Catalog
+from centidb.catalog import Catalog, StoredIndex
 from centidb.collection import Collection
 from centidb.encodings import Encoder
 from centidb.engines import EngineTransaction
@@ -37,8 +37,8 @@ from centidb.records.entries import delete_prefix
 
 __all__ = ['OpenCollections', 'check_name', 'remove_record', 'stored_info']
 
-#: A collection's stored metadata and its index ids (name -> prefix id).
-StoredMeta = Tuple[CollectionInfo, Dict[str, int]]
+#: A collection's stored metadata and its stored indexes (name -> what is stored).
+StoredMeta = Tuple[CollectionInfo, Dict[str, StoredIndex]]
 
 
 def check_name(name: str) -> None:
@@ -166,9 +166,9 @@ class OpenCollections:
             with self._txns.writing() as txn:
                 info, created = catalog.create_collection(
                     txn, name, encoder, packer, counter_name, key_kind or 'auto', checksum)
-                index_ids = {} if created else catalog.index_ids(
+                indexes = {} if created else catalog.stored_indexes(
                     txn.engine_txn, info['id'])  # type: ignore[arg-type]  # txn is open
-                coll = self._add(name, (info, index_ids), key_func, txn_key_func,
+                coll = self._add(name, (info, indexes), key_func, txn_key_func,
                                  encoder, packer, counter_name)
                 if created:
                     txn.undo.append(lambda: self._forget(
@@ -178,9 +178,9 @@ class OpenCollections:
 
     def _stored_meta(self, txn: Transaction, etxn: EngineTransaction,
                      name: str) -> StoredMeta | None:
-        """``(metadata, index ids)`` of collection `name`, or None."""
+        """``(metadata, stored indexes)`` of collection `name`, or None."""
         info = self._catalog.collection_info(etxn, name)
-        return None if info is None else (info, self._catalog.index_ids(etxn, info['id']))
+        return None if info is None else (info, self._catalog.stored_indexes(etxn, info['id']))
 
     def _add(self, name: str, stored: StoredMeta, key_func: Callable[[Any], Any] | None,
              txn_key_func: Callable[[Transaction, Any], Any] | None,
@@ -202,7 +202,7 @@ class OpenCollections:
         """A new collection object for stored metadata, not kept as open (``verify()`` uses it).
 
         :param name: the collection's name.
-        :param stored: its ``(metadata, index ids)``.
+        :param stored: its ``(metadata, stored indexes)``.
         :param key_func: as for ``Store.collection``.
         :param txn_key_func: as for ``Store.collection``.
         :param encoder: as for ``Store.collection``, or None: the stored one.
@@ -215,7 +215,7 @@ class OpenCollections:
         :raises ~centidb.errors.UnknownEncoderError: if the stored encoder
             or packer is not registered.
         """
-        info, index_ids = stored
+        info, indexes = stored
         kind = info.get('key')      # None: a store from before kinds were recorded
         given = ('key_func' if key_func is not None else
                  'txn_key_func' if txn_key_func is not None else None)
@@ -239,7 +239,7 @@ class OpenCollections:
         self._catalog.encoder_id(packer)
         packer = self._catalog.packer_for(packer)
         return Collection(self._store, self._txns, self._catalog, name, info, key_func,
-                          txn_key_func, encoder, packer, index_ids)
+                          txn_key_func, encoder, packer, indexes)
 
     def record_changes(self, after_commit: Callable[[list[Change]], object] | None) -> None:
         """Set the manager's ``after_commit`` and rebuild every open collection's write paths.
@@ -268,7 +268,7 @@ class OpenCollections:
         for coll in colls:
             info = catalog.collection_info(etxn, coll.name)
             if info is not None and info['id'] == coll.coll_id:
-                coll.reload(info, catalog.index_ids(etxn, coll.coll_id))
+                coll.reload(info, catalog.stored_indexes(etxn, coll.coll_id))
             else:
                 self._forget(coll, *self._gone(etxn, coll, info is not None))
 
