@@ -58,7 +58,8 @@ MODULES = {
         'tests/test_records_entry.py', 'tests/test_records_record.py', 'tests/test_collection*.py',
         'tests/test_index.py']),
     'access': ('centidb/records/access.py', [
-        'tests/test_records_access.py', 'tests/test_records_record.py', 'tests/test_collection*.py',
+        'tests/test_records_access.py', 'tests/test_records_writing.py',
+        'tests/test_records_record.py', 'tests/test_collection*.py',
         'tests/test_index.py', 'tests/test_store_verify.py', 'tests/test_bulk.py',
         'tests/test_unique.py', 'tests/test_hooks.py']),
     'entries': ('centidb/records/entries.py', [

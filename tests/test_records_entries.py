@@ -75,9 +75,13 @@ def test_replace_entries_makes_the_aside_entries_the_index(etxn):
     aside = PREFIX + ASIDE
     for tup, key in [(('a',), (2,)), (('c',), (4,))]:
         etxn.put(entry(tup, key, aside), b'')
+    before = etxn.writes
     replace_entries(etxn, PREFIX, aside)
     assert keys_under(etxn, PREFIX) == [entry(('a',), (2,)), entry(('c',), (4,))]
     assert keys_under(etxn, aside) == []
+    assert [etxn.get(key) for key in keys_under(etxn, PREFIX)] == [b'', b'']
+    # Two stale entries deleted, one written, two aside deleted; ('a', 2) untouched.
+    assert etxn.writes - before == 5
 
 
 def test_delete_prefix_deletes_every_key_under_the_prefix_only(etxn):

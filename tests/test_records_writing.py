@@ -278,3 +278,29 @@ def test_a_collection_reopened_without_its_key_function_needs_the_key(store):
                                                    "key_func=, or give put.. the key"):
         again.put({'name': 'ann', 'city': 'Leeds'})
     assert again.put({'name': 'ann', 'city': 'Leeds'}, key='ann').key == ('ann',)
+
+
+def test_the_reporting_writer_reports_each_record_write_stores_and_passes_write_many_on():
+    from types import SimpleNamespace
+    from centidb.records import Record
+    from centidb.records.writing import ReportingWriter
+
+    class Declining:
+        """A common-case writer storing records with a value, declining None."""
+        usable = False
+
+        def write(self, txn, data, key, blind):
+            return None if data is None else Record(None, data, (key,))
+
+        def write_many(self, etxn, datas, blind, first_id):
+            return [(first_id + i,) for i in range(len(datas))] if datas else None
+
+    writer = ReportingWriter(Declining(), 'people')
+    assert writer.usable is False
+    txn = SimpleNamespace(changes=[])
+    assert writer.write(txn, {'a': 1}, 'k', False) == Record(None, {'a': 1}, ('k',))
+    assert writer.write(txn, None, 'k', False) is None
+    assert txn.changes == [centidb.Change('people', ('k',), {'a': 1})]
+    assert writer.write_many(None, ['x', 'y'], False, 5) == [(5,), (6,)]
+    assert writer.write_many(None, [], False, 5) is None
+    assert txn.changes == [centidb.Change('people', ('k',), {'a': 1})]

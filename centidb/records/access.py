@@ -90,9 +90,9 @@ class Records:
                  prefix: bytes, encoder: Encoder, packer: Encoder, header: bytes,
                  plain_id: int, packer_of: Callable[[int], Packer], keys: KeySource,
                  indexes: tuple[BoundIndex, ...], unbound: frozenset[str], view: BatchView,
-                 batched: bool, limit: int | None,
-                 before_write: tuple[Callable[[Key, Any], object], ...] = (),
-                 report: bool = False, checksum: bool = False) -> None:
+                 batched: bool, limit: int | None, *,
+                 before_write: tuple[Callable[[Key, Any], object], ...],
+                 report: bool, checksum: bool) -> None:
         self.coll = coll
         self.name = name
         self.prefix = prefix
@@ -115,7 +115,7 @@ class Records:
         self.report = report
         self.checksum = checksum
         self._decode_plain = encoder.decode
-        compress = None if packer.name == 'plain' else packer.encode
+        compress = None if header == bytes((plain_id,)) else packer.encode
         self.writer: Writer = records.RecordWriter(
             coll, txns, txn_class,
             encoder.exact and not unbound and not batched and not self.unique
@@ -493,8 +493,9 @@ class Records:
             # current: no fallback read for a new key (reads need one).
             old = self.view.get(etxn, key_bytes) if self.batched else etxn.get(key_bytes)
             if old is not None:
-                if (old_record is not None and old_record.coll is self.coll
-                        and old_record._indexes is self.indexes
+                # `indexes` is this collection's own tuple (not empty here): a
+                # Record made for it was read or written in this collection.
+                if (old_record is not None and old_record._indexes is self.indexes
                         and old_record._key_bytes == key_bytes and old_record._stored == old):
                     old_entries = old_record._entries
                 else:
@@ -502,9 +503,10 @@ class Records:
         for hook in self.before_write:
             hook(key, data)
         # Everything that can fail has run: from here on, writes.
-        if keys.kind == 'auto' and len(key) == 1 and type(key[0]) is int:
+        (only,) = key if len(key) == 1 else (None,)
+        if keys.kind == 'auto' and type(only) is int:
             # The counter stays above every (n,) key, so it never hands out a used one.
-            keys.at_least(etxn, key[0] + 1)
+            keys.at_least(etxn, only + 1)
         if self.batched:
             self.view.split(etxn, key_bytes)
         delete_stale(etxn, old_entries, entries)
@@ -641,9 +643,8 @@ class Records:
         return records.Record(self.coll, data, key)
 
     def fill_index(self, etxn: EngineTransaction, func: Callable[[Any], Any],
-                   index_prefix: bytes, unique_name: str | None = None,
-                   replace: bool = False,
-                   progress: Callable[[int], object] | None = None) -> None:
+                   index_prefix: bytes, unique_name: str | None, replace: bool,
+                   progress: Callable[[int], object] | None) -> None:
         """Write the entries of an index for every record of the collection.
 
         Records are read in key order and their entries written every
@@ -714,13 +715,12 @@ class Records:
         reported as having it.
         """
         packs, unpacks_list = keylib.packs, keylib.unpacks_list
-        last_head = None
-        last_entry = b''
+        last: tuple[bytes, bytes] | None = None    # the entry before: (head, entry)
         for entry in etxn.keys(target, keylib.next_prefix(target)):
             head = packs(unpacks_list(entry, target)[0])
-            if head == last_head:
-                raise self.unique_error(unique_name, target, last_entry)
-            last_head, last_entry = head, entry
+            if last is not None and head == last[0]:
+                raise self.unique_error(unique_name, target, last[1])
+            last = head, entry
 
     def doomed(self, etxn: EngineTransaction, key_bytes: bytes,
                key: Key) -> tuple[bool, Any] | None:
@@ -735,8 +735,7 @@ class Records:
         """
         plain = etxn.get(key_bytes)
         try:
-            old = (plain if plain is not None or not self.batched
-                   else self.view.get(etxn, key_bytes))
+            old = plain if plain is not None else self.view.get(etxn, key_bytes)
             return None if old is None else (plain is None, self.decoded(key_bytes, old))
         except CorruptRecordError as exc:
             call = f'store.remove_record({self.name!r}, {key!r}'
