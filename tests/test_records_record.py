@@ -834,3 +834,35 @@ def test_write_decodes_a_plainly_packed_old_version_itself():
             writer.write(txn, {'k': 1, 'tag': 'd'}, None, False)
     assert asked == [bytes([coll.records.writer.plain_id, 0xc1])]
     store.close()
+
+
+def test_a_put_without_index_entries_over_a_version_with_some_drops_them():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    coll.put({'k': 1, 'tag': 'a'})
+    coll.put({'k': 1, 'tag': None})
+    assert list(tags.pairs()) == [] and coll.get(1) == {'k': 1, 'tag': None}
+    store.close()
+
+
+def test_write_many_calls_too_long_only_past_the_limit():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    calls = []
+
+    def too_long(*args):
+        calls.append(args)
+        raise ValueError('too long')
+
+    key_bytes = keylib.packs(('kk',), coll.prefix)
+    writer = _writer_like(coll.records.writer, limit=len(key_bytes), too_long=too_long)
+    with store.begin(write=True) as txn:
+        assert writer.write_many(txn.engine_txn, [{'k': 'kk'}], False, None) == [('kk',)]
+    assert calls == [] and coll.get('kk') == {'k': 'kk'}
+    writer = _writer_like(coll.records.writer, limit=len(key_bytes) - 1, too_long=too_long)
+    with store.begin(write=True) as txn:
+        with pytest.raises(ValueError, match='too long'):
+            writer.write_many(txn.engine_txn, [{'k': 'kk'}], False, None)
+    assert calls == [(('kk',), key_bytes, [])]
+    store.close()
