@@ -69,6 +69,8 @@ MODULES = {
         'tests/test_bulk.py', 'tests/test_hooks.py']),
     'savepoint': ('centidb/records/savepoint.py', [
         'tests/test_records_savepoint.py', 'tests/test_bulk.py']),
+    'kernel': ('centidb/records/kernel.py', [
+        'tests/test_records_kernel.py', 'tests/test_records_record.py']),
     'fastpath': ('centidb/records/fastpath.py', [
         'tests/test_records_fastpath.py', 'tests/test_records_record.py']),
     'limits': ('centidb/records/limits.py', [

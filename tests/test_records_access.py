@@ -290,7 +290,7 @@ def test_a_record_put_under_another_key_keeps_the_entries_of_both_right():
     assert list(tags.pairs()) == [(('a',), (1,)), (('b',), (2,))]
 
 
-def test_only_a_key_of_one_int_moves_the_counter_of_a_counted_collection():
+def test_only_a_key_of_one_int_moves_the_counter_of_an_auto_keyed_collection():
     store = centidb.open('MemoryEngine')
     coll = store.collection('log')
     coll.put({}, key='x')
@@ -372,11 +372,11 @@ def test_index_functions_see_a_record_as_a_json_encoder_reads_it_back():
     coll = store.collection('docs', key_func=lambda rec: rec['id'], encoder=make_json_encoder())
     tags = coll.add_index('tags', lambda rec: rec['tags'])    # a list: an entry per element
     coll.put({'id': 1, 'tags': ('a', 'b')})                     # JSON reads a tuple back as a list
-    counted = store.collection('log', encoder=make_json_encoder())
-    counted_tags = counted.add_index('tags', lambda rec: rec['tags'])
-    counted.put({'tags': ('a', 'b')})
+    auto_keyed = store.collection('log', encoder=make_json_encoder())
+    auto_tags = auto_keyed.add_index('tags', lambda rec: rec['tags'])
+    auto_keyed.put({'tags': ('a', 'b')})
     assert list(tags.pairs()) == [(('a',), (1,)), (('b',), (1,))]
-    assert list(counted_tags.pairs()) == [(('a',), (1,)), (('b',), (1,))]
+    assert list(auto_tags.pairs()) == [(('a',), (1,)), (('b',), (1,))]
     assert store.verify() == []
 
 

@@ -50,3 +50,38 @@ def test_record_reader_reads_a_plain_record_once(fast):
             assert call(txn) == result
             assert engine.calls == expected
     store.close()
+
+
+# --- RecordReader: scans over batches ------------------------------------------------
+
+def test_scans_meeting_batches_yield_what_a_model_holds():
+    """Records 1 to 9, those from 3 to 6 in batches of two (a batch is
+    stored under its highest member): every range, forward and reverse, of
+    values, items and keys, and of an index's entries, is the model's."""
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    model = {(k,): {'k': k, 'tag': k % 3} for k in range(1, 10)}
+    coll.put_many(list(model.values()))
+    coll.batch(3, 7, max_recs=2)
+    assert coll.get(4) == model[(4,)]
+    bounds = [None, 2, 3, 4, 5, 6, 7, 8]
+    with store.begin() as txn:
+        for lo in bounds:
+            for hi in bounds:
+                for reverse in (False, True):
+                    expected = [(key, value) for key, value in sorted(model.items())
+                                if (lo is None or key >= (lo,)) and (hi is None or key < (hi,))]
+                    if reverse:
+                        expected.reverse()
+                    args = (lo, hi)
+                    assert list(coll.items(*args, reverse=reverse, txn=txn)) == expected, args
+                    assert list(coll.keys(*args, reverse=reverse, txn=txn)) == [
+                        key for key, _ in expected]
+                    assert list(coll.values(*args, reverse=reverse, txn=txn)) == [
+                        value for _, value in expected]
+        by_tag = sorted(((value['tag'],), key) for key, value in model.items())
+        assert list(tags.items(txn=txn)) == [(tup, model[key]) for tup, key in by_tag]
+        assert list(tags.values(reverse=True, txn=txn)) == [model[key] for _, key in
+                                                            reversed(by_tag)]
+    store.close()

@@ -16,6 +16,7 @@ runs. Each is checked against an independent oracle:
   ``Records.decoded``.
 """
 
+import zlib
 from unittest import mock
 
 import pytest
@@ -114,6 +115,63 @@ def test_index_entries_refuse_a_prefix_that_is_not_bytes():
     for prefix in (None, 'p', bytearray(b'p')):
         assert outcome(records.index_entries, ((lambda d: 1, prefix),), {}, b'') == (
             'error', TypeError), prefix
+
+
+# --- plain_body and decoded_body ----------------------------------------------------
+
+def test_plain_body_is_the_bytes_between_the_header_and_the_trailer():
+    """Hand-made stored values: header byte 5, body b'abc', then (with
+    checksums) the CRC-32 of the header and body, little-endian."""
+    trailer = zlib.crc32(b'\x05abc').to_bytes(4, 'little')
+    assert records.plain_body(b'\x05abc', 5, False) == b'abc'
+    assert records.plain_body(b'\x05abc' + trailer, 5, True) == b'abc'
+    assert records.plain_body(b'\x05abc' + trailer, 5, False) == b'abc' + trailer
+    assert records.plain_body(b'\x05', 5, False) == b''
+    assert records.plain_body(b'\x05' + zlib.crc32(b'\x05').to_bytes(4, 'little'), 5,
+                              True) == b''
+
+
+def test_plain_body_is_none_unless_the_plain_packer_stored_it_intact():
+    trailer = zlib.crc32(b'\x05abc').to_bytes(4, 'little')
+    damaged = bytes([trailer[0] ^ 1]) + trailer[1:]
+    cases = [
+        (b'', 5, False), (b'', 0, False),               # no header byte
+        (bytes(4), 0, True),                             # a trailer alone (CRC-32 of b'' is 0)
+        (b'\x06abc', 5, False),                          # another packer's header
+        (b'\x06abc' + zlib.crc32(b'\x06abc').to_bytes(4, 'little'), 5, True),
+        (b'\x05abc' + damaged, 5, True),                 # the trailer does not match
+        (b'\x05abc', 5, True),                           # no trailer at all
+        (bytearray(b'\x05abc'), 5, False),              # not bytes
+        (memoryview(b'\x05abc'), 5, False), (None, 5, False),
+    ]
+    for stored, plain_id, checksum in cases:
+        assert records.plain_body(stored, plain_id, checksum) is None, (stored, checksum)
+
+
+def test_decoded_body_calls_the_decoder_given():
+    from centidb import encodings
+    msgpack = encodings.make_msgpack_encoder()
+    assert records.decoded_body(msgpack.decode, b'\x92\x01\xa1x') == [1, 'x']
+    assert records.decoded_body(lambda body: ('decoded', body), b'ab') == ('decoded', b'ab')
+
+
+def test_an_exact_encoder_other_than_msgpack_takes_the_common_put():
+    """Pickle (exact): the writer encodes with it, and decodes the stored
+    version with it to find the index entries a put replaces."""
+    import pickle
+    from centidb import encodings
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'], encoder=encodings.PICKLE_ENCODER)
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    assert type(coll.records.writer) is RecordWriter and coll.records.writer.usable
+    with store.begin(write=True) as txn:
+        assert coll.put({'k': 1, 'tag': 'a'}, txn=txn).data == {'k': 1, 'tag': 'a'}
+        coll.put({'k': 1, 'tag': 'b'}, txn=txn)
+    stored = store.engine.get(keylib.packs((1,), coll.prefix))
+    assert pickle.loads(stored[1:]) == {'k': 1, 'tag': 'b'}
+    assert [tup for tup, _ in tags.items()] == [('b',)]
+    assert tags.get('a') is None and coll.get(1) == {'k': 1, 'tag': 'b'}
+    store.close()
 
 
 # --- RecordWriter and RecordReader: the put and get hot paths ------------------
@@ -610,4 +668,201 @@ def test_put_many_reads_stored_records_only_when_its_key_range_holds_some(fast):
     assert record_reads() == (['first', 'fast_get', 'fast_get'] if fast
                               else ['first', 'get_many'])
     assert store.verify() == []
+    store.close()
+
+
+def test_write_takes_a_record_read_from_its_collection_and_index_set_only():
+    """A Record read from the collection is written by the writer itself; one
+    read before an index was added (another index set) is declined, and the
+    general put then gives the new index its entry."""
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    coll.add_index('tag', lambda rec: rec['tag'])
+    coll.put({'k': 1, 'tag': 'a', 'w': 'x'})
+    with store.begin(write=True) as txn:
+        record = coll.get(1, rec=True, txn=txn)
+        record.data['tag'] = 'b'
+        written = coll.records.writer.write(txn, record, None, False)
+    assert written.key == (1,) and written.data == {'k': 1, 'tag': 'b', 'w': 'x'}
+    assert [tup for tup, _ in coll.indices['tag'].items()] == [('b',)]
+    record = coll.get(1, rec=True)
+    coll.add_index('w', lambda rec: rec['w'])
+    with store.begin(write=True) as txn:
+        assert coll.records.writer.write(txn, record, None, False) is None
+    coll.put(record)
+    assert coll.indices['w'].get('x') == {'k': 1, 'tag': 'b', 'w': 'x'}
+    store.close()
+
+
+def test_a_record_moved_to_a_key_holding_the_same_bytes_drops_that_keys_entries():
+    """Records 1 and 2 store the same bytes; record 1, read, moved to key 2
+    and changed, replaces record 2: record 2's entry goes, record 1's stays."""
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    coll.put({'k': 0, 'tag': 'a'}, key=1)
+    coll.put({'k': 0, 'tag': 'a'}, key=2)
+    with store.begin(write=True) as txn:
+        record = coll.get(1, rec=True, txn=txn)
+        record.key = (2,)
+        record.data['tag'] = 'b'
+        coll.put(record, txn=txn)
+    assert [(tup, key) for tup, key in tags.pairs()] == [(('a',), (1,)), (('b',), (2,))]
+    store.close()
+
+
+def test_a_put_over_a_damaged_record_writes_nothing_after_a_one_lookup_replace(tmp_path):
+    """On LMDB the writer replaces the record in one lookup before it reads
+    the old version's entries; when that read fails (a damaged record), the
+    old bytes go back: the transaction goes on with nothing written."""
+    from centidb.errors import ChecksumError
+    store = centidb.open('LmdbEngine', path=str(tmp_path / 'db'), sync=False)
+    coll = store.collection('c', key_func=lambda rec: rec['k'], checksum=True)
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    coll.put({'k': 1, 'tag': 'a'})
+    key_bytes = keylib.packs((1,), coll.prefix)
+    with store.begin(write=True) as txn:
+        assert txn.engine_txn.fast.replace is not None
+        damaged = bytearray(txn.engine_txn.get(key_bytes))
+        damaged[2] ^= 1
+        txn.engine_txn.put(key_bytes, bytes(damaged))
+    before = list(store.engine.items())
+    with store.begin(write=True) as txn:
+        with pytest.raises(ChecksumError):
+            coll.put({'k': 1, 'tag': 'b'}, txn=txn)
+        assert txn.engine_txn.get(key_bytes) == bytes(damaged)
+    assert list(store.engine.items()) == before
+    assert [tup for tup, _ in tags.pairs()] == [('a',)]
+    store.close()
+
+
+def test_write_many_keys_values_from_the_first_id_given():
+    """A counted collection: write_many keys the values (first_id,),
+    (first_id + 1,), ... with no key function."""
+    store = centidb.open('ListEngine')
+    coll = store.collection('log')
+    coll.add_index('tag', lambda rec: rec['tag'])
+    with store.begin(write=True) as txn:
+        keys = coll.records.writer.write_many(txn.engine_txn, [{'tag': 'a'}, {'tag': 'b'}],
+                                              False, 7)
+    assert keys == [(7,), (8,)]
+    assert list(coll.items()) == [((7,), {'tag': 'a'}), ((8,), {'tag': 'b'})]
+    assert [(tup, key) for tup, key in coll.indices['tag'].pairs()] == [
+        (('a',), (7,)), (('b',), (8,))]
+    store.close()
+
+
+def test_a_blind_put_many_over_a_stored_record_leaves_its_old_entries():
+    """As documented for blind: the stored version is not read, so its
+    index entries that the new one lacks stay (pointing at the new record)."""
+    store, coll, by_w = _store_with_index(key_func=lambda r: r['k'])
+    coll.put_many([{'k': 1, 'w': 'a'}])
+    coll.put_many([{'k': 1, 'w': 'b'}], blind=True)
+    assert [(tup, key) for tup, key in by_w.pairs()] == [(('a',), (1,)), (('b',), (1,))]
+    store.close()
+
+
+@pytest.mark.parametrize('fast', [True, False], ids=['fast_get', 'get'])
+def test_put_many_of_a_key_twice_over_an_empty_range_reads_nothing(fast):
+    engine = counting_engine(fast)
+    store = centidb.Store(engine)
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    w = coll.add_index('w', lambda rec: rec['w'])
+    engine.calls = []
+    coll.put_many([{'k': 1, 'w': 'a'}, {'k': 2, 'w': 'b'}, {'k': 1, 'w': 'c'}])
+    assert [call for call in engine.calls if call != 'get'] == ['first']
+    assert [(tup, key) for tup, key in w.pairs()] == [(('b',), (2,)), (('c',), (1,))]
+    store.close()
+
+
+def test_write_many_declines_the_uncommon_cases_having_called_nothing():
+    """An inexact encoder, or no key function and no first id, or a Record
+    among the values: None, before any user code runs."""
+    from centidb import encodings
+    calls = []
+    store = centidb.open('ListEngine')
+    as_json = store.collection('json', key_func=lambda rec: calls.append(rec) or 1,
+                               encoder=encodings.make_json_encoder())
+    counted = store.collection('counted')
+    keyed = store.collection('keyed', key_func=lambda rec: calls.append(rec) or 1)
+    with store.begin(write=True) as txn:
+        etxn = txn.engine_txn
+        assert not as_json.records.writer.usable
+        assert as_json.records.writer.write_many(etxn, [{'a': 1}], False, None) is None
+        assert as_json.records.writer.write_many(etxn, [{'a': 1}], False, 1) is None
+        assert counted.records.writer.write_many(etxn, [{'a': 1}], False, None) is None
+        assert keyed.records.writer.write_many(
+            etxn, [{'a': 1}, records.Record(keyed, {'a': 2})], False, None) is None
+        assert calls == [] and list(etxn.items()) == list(store.engine.items())
+    assert as_json.count() == counted.count() == keyed.count() == 0
+    store.close()
+
+
+def test_write_decodes_a_plainly_packed_old_version_itself():
+    """The old version's entries: a plainly packed one is decoded inline with
+    decode_plain; one packed otherwise, or any with no decode_plain, goes to
+    old_entries; one that decode_plain cannot decode too (which raises the
+    collection's error)."""
+    from centidb import encodings
+    from centidb.errors import CorruptRecordError
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    asked = []
+
+    def old_entries(old, tail):
+        asked.append(old)
+        return coll.records.old_entries(old, tail)
+
+    writer = _writer_like(coll.records.writer, old_entries=old_entries)
+    no_decode = _writer_like(coll.records.writer, old_entries=old_entries, decode_plain=None)
+    key_bytes = keylib.packs((1,), coll.prefix)
+    for each, packer, tag, expect_asked in ((writer, None, 'a', False),
+                                            (writer, encodings.ZLIB_PACKER, 'b', True),
+                                            (no_decode, None, 'c', True)):
+        coll.put({'k': 1, 'tag': 'old'}, packer=packer)
+        old = store.engine.get(key_bytes)
+        with store.begin(write=True) as txn:
+            each.write(txn, {'k': 1, 'tag': tag}, None, False)
+        assert [tup for tup, _ in tags.pairs()] == [(tag,)]
+        assert asked == ([old] if expect_asked else [])
+        asked.clear()
+    with store.begin(write=True) as txn:    # the plain header, then no msgpack
+        txn.engine_txn.put(key_bytes, bytes([coll.records.writer.plain_id, 0xc1]))
+    with store.begin(write=True) as txn:
+        with pytest.raises(CorruptRecordError):
+            writer.write(txn, {'k': 1, 'tag': 'd'}, None, False)
+    assert asked == [bytes([coll.records.writer.plain_id, 0xc1])]
+    store.close()
+
+
+def test_a_put_without_index_entries_over_a_version_with_some_drops_them():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    tags = coll.add_index('tag', lambda rec: rec['tag'])
+    coll.put({'k': 1, 'tag': 'a'})
+    coll.put({'k': 1, 'tag': None})
+    assert list(tags.pairs()) == [] and coll.get(1) == {'k': 1, 'tag': None}
+    store.close()
+
+
+def test_write_many_calls_too_long_only_past_the_limit():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    calls = []
+
+    def too_long(*args):
+        calls.append(args)
+        raise ValueError('too long')
+
+    key_bytes = keylib.packs(('kk',), coll.prefix)
+    writer = _writer_like(coll.records.writer, limit=len(key_bytes), too_long=too_long)
+    with store.begin(write=True) as txn:
+        assert writer.write_many(txn.engine_txn, [{'k': 'kk'}], False, None) == [('kk',)]
+    assert calls == [] and coll.get('kk') == {'k': 'kk'}
+    writer = _writer_like(coll.records.writer, limit=len(key_bytes) - 1, too_long=too_long)
+    with store.begin(write=True) as txn:
+        with pytest.raises(ValueError, match='too long'):
+            writer.write_many(txn.engine_txn, [{'k': 'kk'}], False, None)
+    assert calls == [(('kk',), key_bytes, [])]
     store.close()

@@ -133,7 +133,8 @@ def index_get(self: Any, tup: object, default: Any = None, *, rec: bool = False,
         with a packer not registered in this session.
     """
     if rec or txn is None:
-        return self.get_many((tup,), default, rec=rec, txn=txn)[0]
+        (found,) = self.get_many((tup,), default, rec=rec, txn=txn)
+        return found
     calls, prefix, name = self.get_args
     return _reader_index_get(calls.reader, txn, prefix, name, tup, default)
 

@@ -45,7 +45,7 @@ _SEP = ENTRY_SEP    # the same, as a C variable once compiled
 _AFTER_KEY_SEP = keylib.after_key(b'')
 # What a scan yields: records' values, (key, value) or keys; or, walking an
 # index's entries, the values or (index tuple, value) of the records they name.
-_VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS = 0, 1, 2, 3, 4
+_VALUES, _ITEMS, _KEYS, _INDEX_VALUES, _INDEX_ITEMS = range(5)
 _EMPTY = b''
 
 
@@ -101,9 +101,9 @@ class RecordReader:
                  corrupt_record: Callable[[bytes, Exception], Exception],
                  corrupt_key: Callable[[bytes, CorruptKeyError], Exception],
                  batch_items: Callable[[EngineTransaction, bytes, bytes, bool], Iterator[Item]],
-                 batch_flag: int, end: bytes | None, coll: Any = None,
-                 specs: tuple[IndexSpec, ...] = (), indexes: tuple[object, ...] = (),
-                 checksum: bool = False) -> None:
+                 batch_flag: int, end: bytes | None, coll: Any,
+                 specs: tuple[IndexSpec, ...], indexes: tuple[object, ...],
+                 checksum: bool) -> None:
         self.txns = txns
         self.txn_class = txn_class
         self.prefix = prefix

@@ -107,7 +107,9 @@ class Record:
         self._indexes = _indexes      # the index set _entries was made for
         self._key_bytes: bytes | None = None
         self._read_in: object = None
-        self._read_at = -1
+        # Set with _read_in (seen, new_record); read only while _read_in is
+        # an engine transaction's fast.
+        self._read_at: int
 
     def __repr__(self) -> str:
         name = self.coll.name if self.coll is not None else None
@@ -294,9 +296,8 @@ class RecordWriter:
                  indexes: tuple[object, ...], limit: int | None,
                  old_entries: Callable[[bytes, bytes], list[bytes]],
                  too_long: Callable[[Key, bytes, list[bytes]], object],
-                 auto_key: bool = False, plain_id: int = -1,
-                 decode_plain: Callable[[bytes], Any] | None = None,
-                 checksum: bool = False) -> None:
+                 auto_key: bool, plain_id: int, decode_plain: Callable[[bytes], Any] | None,
+                 checksum: bool) -> None:
         self.coll = coll
         self.txns = txns
         self.txn_class = txn_class
@@ -499,7 +500,7 @@ class RecordWriter:
         if reads and keys:
             # Nothing to read unless a record is stored between lo and hi.
             found_old = etxn.first(lo, hi + b'\x00') is not None
-            if found_old or len(distinct) < len(keys):
+            if found_old or len(distinct) != len(keys):
                 pairs, stale = self.merge_stored(etxn, pairs, counts, start, found_old)
         # Everything that can fail has run: from here on, writes.
         for entry in stale:
