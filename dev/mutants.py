@@ -14,7 +14,10 @@ or augmented-assignment operator, a comparison, ``and``/``or``, a ``not``
 or unary minus dropped, an ``if``/``while`` condition negated, a number
 +/-1, ``True``/``False`` swapped, a string or bytes literal changed, or a
 returned value replaced by ``None``. Docstrings, ``__all__``, f-strings, type
-annotations and the arguments of ``raise`` (error messages and the offsets
+annotations, the test of an ``if TYPE_CHECKING:`` (it chooses what the type
+checker reads: the pure-mode modules import ``cython`` or its stand-in
+``centidb._nocython`` there, whose ``compiled`` is False either way) and the
+arguments of ``raise`` (error messages and the offsets
 they quote) are left alone unless ``--messages`` is given: they are
 diagnostics, and the tests pin exception types, not every word of every
 message. (The modules use ``from __future__ import annotations``: their
@@ -128,7 +131,7 @@ def _mutations(node, parent_field):
 
 
 def _skipped_nodes(tree, messages):
-    """Ids of nodes never mutated: docstrings, __all__, f-strings, annotations, raise arguments."""
+    """Ids of nodes never mutated: docstrings, __all__, f-strings, annotations, TYPE_CHECKING, raise arguments."""
     skip = set()
 
     def skip_all(node):
@@ -146,6 +149,9 @@ def _skipped_nodes(tree, messages):
             skip_all(node)
         elif isinstance(node, ast.JoinedStr):
             skip_all(node)
+        elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
+                and node.test.id == 'TYPE_CHECKING':
+            skip_all(node.test)     # which import the type checker reads, not behaviour
         elif isinstance(node, ast.arg) and node.annotation is not None:
             skip_all(node.annotation)
         elif isinstance(node, ast.AnnAssign):
