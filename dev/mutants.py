@@ -152,6 +152,7 @@ def _skipped_nodes(tree, messages):
         elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
                 and node.test.id == 'TYPE_CHECKING':
             skip_all(node.test)     # which import the type checker reads, not behaviour
+            skip.add(id(node))
         elif isinstance(node, ast.arg) and node.annotation is not None:
             skip_all(node.annotation)
         elif isinstance(node, ast.AnnAssign):
