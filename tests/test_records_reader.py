@@ -85,3 +85,44 @@ def test_scans_meeting_batches_yield_what_a_model_holds():
         assert list(tags.values(reverse=True, txn=txn)) == [model[key] for _, key in
                                                             reversed(by_tag)]
     store.close()
+
+
+# --- RecordReader: what scans and record reads return --------------------------------
+
+def test_a_scan_longer_than_an_engine_chunk_yields_every_record():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    coll.put_many({'k': k} for k in range(3000))
+    assert list(coll.keys()) == [(k,) for k in range(3000)]
+    assert list(coll.values(reverse=True)) == [{'k': k} for k in reversed(range(3000))]
+    store.close()
+
+
+@pytest.mark.parametrize('reverse', [False, True])
+def test_a_scan_goes_on_past_a_write_its_transaction_makes(reverse):
+    """The scan starts again after its last key and sees the write."""
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    coll.put_many({'k': k} for k in range(1, 20, 2))
+    with store.begin(write=True) as txn:
+        scan = coll.keys(reverse=reverse, txn=txn)
+        first = next(scan)
+        coll.put({'k': 10}, txn=txn)
+        coll.put({'k': 0 if not reverse else 30}, txn=txn)     # behind the scan: not seen
+        rest = list(scan)
+    odd = [(k,) for k in range(1, 20, 2)]
+    expected = sorted(odd + [(10,)], reverse=reverse)
+    assert [first] + rest == expected
+    store.close()
+
+
+def test_get_rec_reads_in_a_read_transaction_and_returns_the_default():
+    store = centidb.open('ListEngine')
+    coll = store.collection('c', key_func=lambda rec: rec['k'])
+    coll.put({'k': 1, 'v': 'a'})
+    with store.begin() as txn:
+        record = coll.get(1, rec=True, txn=txn)
+        assert (record.key, record.data) == ((1,), {'k': 1, 'v': 'a'})
+        assert coll.get(2, 'none', rec=True, txn=txn) == 'none'
+    assert coll.get(2, default=('d',), rec=True) == ('d',)
+    store.close()
